@@ -1,0 +1,122 @@
+// Package proxytest starts a real warcproxy (the same wiring as the
+// command) on 127.0.0.1:0 for tests and benchmarks, and stops it with
+// t.Cleanup.
+package proxytest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/warcproxy/warcproxy/internal/app"
+	"github.com/warcproxy/warcproxy/internal/config"
+)
+
+// Proxy is a running warcproxy.
+type Proxy struct {
+	App    *app.App
+	Config config.Config
+	URL    *url.URL // http://127.0.0.1:port
+	Dir    string   // WARC directory
+	CAPool *x509.CertPool
+
+	tb       testing.TB
+	stopOnce sync.Once
+	served   chan error
+}
+
+// Start runs a proxy with test defaults (a temp dir, port 0, the test's CA);
+// mutate, if not nil, adjusts the configuration first.
+func Start(tb testing.TB, mutate func(*config.Config)) *Proxy {
+	tb.Helper()
+	dir := tb.TempDir()
+	cfg := config.Default()
+	cfg.Port = 0
+	cfg.Dir = filepath.Join(dir, "warcs")
+	cfg.CACert = filepath.Join(dir, "ca", "warcproxy-ca.pem")
+	cfg.ShutdownTimeout = 10 * time.Second
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatalf("proxytest: invalid config: %v", err)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("WARCPROXY_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: level}))
+	a, err := app.New(cfg, "test", logger)
+	if err != nil {
+		tb.Fatalf("proxytest: starting proxy: %v", err)
+	}
+	pemData, err := os.ReadFile(a.CACertFile())
+	if err != nil {
+		tb.Fatalf("proxytest: reading CA certificate: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		tb.Fatalf("proxytest: bad CA certificate file")
+	}
+	p := &Proxy{
+		App: a, Config: cfg, Dir: cfg.Dir, CAPool: pool, tb: tb,
+		URL:    &url.URL{Scheme: "http", Host: a.Addr().String()},
+		served: make(chan error, 1),
+	}
+	go func() { p.served <- a.Serve() }()
+	tb.Cleanup(func() { p.Stop() })
+	return p
+}
+
+// Stop shuts the proxy down gracefully: in-flight exchanges finish, the
+// queue drains, WARC files are closed and renamed. Safe to call twice.
+func (p *Proxy) Stop() {
+	p.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.App.Shutdown(ctx, ctx); err != nil {
+			p.tb.Errorf("proxytest: shutdown: %v", err)
+		}
+		if err := <-p.served; err != nil {
+			p.tb.Errorf("proxytest: serve: %v", err)
+		}
+	})
+}
+
+// Client returns an HTTP client that uses the proxy and trusts its CA.
+// Keep-alive is on; extra trusted roots may be given.
+func (p *Proxy) Client(extraRoots ...*x509.Certificate) *http.Client {
+	roots := p.CAPool.Clone()
+	for _, c := range extraRoots {
+		roots.AddCert(c)
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:               http.ProxyURL(p.URL),
+			TLSClientConfig:     &tls.Config{RootCAs: roots},
+			MaxIdleConnsPerHost: 100,
+			DisableCompression:  true,
+			ForceAttemptHTTP2:   false,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       60 * time.Second,
+	}
+}
+
+type testWriter struct{ tb testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.tb.Log(string(p))
+	return len(p), nil
+}
+
+var _ io.Writer = testWriter{}

@@ -1,0 +1,254 @@
+package proxy
+
+import (
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/internal/spool"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// recorder receives the bytes of one direction of an exchange: it spools
+// them and hashes them as they pass, so the block digest is ready when the
+// exchange ends.
+type recorder struct {
+	buf *spool.Buffer
+	h   hash.Hash
+	err error
+}
+
+func newRecorder(s *spool.Spooler, alg digest.Algorithm) *recorder {
+	return &recorder{buf: s.NewBuffer(), h: alg.New()}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.err == nil {
+		if _, err := r.buf.Write(p); err != nil {
+			r.err = err
+		}
+	}
+	r.h.Write(p)
+	return len(p), nil
+}
+
+func (r *recorder) close() {
+	if r != nil {
+		r.buf.Close()
+	}
+}
+
+// digestRange hashes [off, off+n) of the spool; used when the block is not
+// the whole recording (interim 1xx responses before it, bytes after it).
+func (r *recorder) digestRange(alg digest.Algorithm, b32 bool, off, n int64) (string, error) {
+	if off == 0 && n == r.buf.Len() {
+		return alg.Format(r.h.Sum(nil), b32), nil
+	}
+	h := alg.New()
+	buf := getBuf()
+	defer putBuf(buf)
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(r.buf, off, n), *buf); err != nil {
+		return "", err
+	}
+	return alg.Format(h.Sum(nil), b32), nil
+}
+
+// payloadReader hashes the transfer-decoded body as the client is sent it.
+type payloadReader struct {
+	r io.Reader
+	h hash.Hash // nil when not recording
+	n int64
+}
+
+func (p *payloadReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.n += int64(n)
+		if p.h != nil {
+			p.h.Write(b[:n])
+		}
+	}
+	return n, err
+}
+
+// WARC-Truncated reasons.
+const (
+	truncLength     = "length"
+	truncTime       = "time"
+	truncDisconnect = "disconnect"
+)
+
+// exchange is one request/response pair on its way to the WARC writer.
+type exchange struct {
+	start     time.Time
+	targetURI string
+	method    string
+	ip        string
+	req, res  *recorder // nil when the exchange is not archived
+	resStart  int64
+	resEnd    int64
+	payload   payloadReader
+	truncated string
+}
+
+func (ex *exchange) discard() {
+	ex.req.close()
+	ex.res.close()
+}
+
+// capture turns a finished exchange into the writer's records: response,
+// then request, linked by WARC-Concurrent-To.
+func (ex *exchange) capture(prefix string, alg digest.Algorithm, b32 bool) (*writer.Capture, error) {
+	if ex.res.err != nil {
+		return nil, fmt.Errorf("spooling response: %w", ex.res.err)
+	}
+	if ex.req.err != nil {
+		return nil, fmt.Errorf("spooling request: %w", ex.req.err)
+	}
+	resLen := ex.resEnd - ex.resStart
+	resDigest, err := ex.res.digestRange(alg, b32, ex.resStart, resLen)
+	if err != nil {
+		return nil, fmt.Errorf("digesting response: %w", err)
+	}
+	resID := newRecordID()
+	resFields := []writer.Field{{Name: "WARC-IP-Address", Value: ex.ip}}
+	if ex.payload.h != nil {
+		resFields = append(resFields, writer.Field{Name: "WARC-Payload-Digest", Value: alg.Format(ex.payload.h.Sum(nil), b32)})
+	}
+	if ex.truncated != "" {
+		resFields = append(resFields, writer.Field{Name: "WARC-Truncated", Value: ex.truncated})
+	}
+	req, res := ex.req, ex.res
+	return &writer.Capture{
+		Prefix: prefix,
+		Records: []writer.Record{
+			{
+				Type: "response", ID: resID, Date: ex.start, TargetURI: ex.targetURI,
+				ContentType: "application/http; msgtype=response",
+				Fields:      resFields,
+				Block:       res.buf, BlockOffset: ex.resStart, BlockLength: resLen,
+				BlockDigest: resDigest,
+			},
+			{
+				Type: "request", Date: ex.start, TargetURI: ex.targetURI,
+				ContentType: "application/http; msgtype=request",
+				Fields: []writer.Field{
+					{Name: "WARC-Concurrent-To", Value: resID},
+					{Name: "WARC-IP-Address", Value: ex.ip},
+				},
+				Block: req.buf, BlockLength: req.buf.Len(),
+				BlockDigest: alg.Format(req.h.Sum(nil), b32),
+			},
+		},
+		Done: func(error) { req.close(); res.close() },
+	}, nil
+}
+
+func newRecordID() string {
+	return "<urn:uuid:" + uuid.NewString() + ">"
+}
+
+// hopByHop are the headers a proxy does not forward (RFC 9110 7.6.1), plus
+// the framing headers this proxy sets itself.
+var hopByHop = map[string]bool{
+	"Connection":          true,
+	"Proxy-Connection":    true,
+	"Keep-Alive":          true,
+	"Proxy-Authenticate":  true,
+	"Proxy-Authorization": true,
+	"Te":                  true,
+	"Trailer":             true,
+	"Transfer-Encoding":   true,
+	"Upgrade":             true,
+}
+
+// connectionTokens returns the header names listed in Connection, which are
+// hop-by-hop too.
+func connectionTokens(h http.Header) map[string]bool {
+	var m map[string]bool
+	for _, v := range h["Connection"] {
+		for _, tok := range strings.Split(v, ",") {
+			tok = strings.TrimSpace(tok)
+			if tok == "" {
+				continue
+			}
+			if m == nil {
+				m = make(map[string]bool)
+			}
+			m[http.CanonicalHeaderKey(tok)] = true
+		}
+	}
+	return m
+}
+
+// isUpgrade reports whether the client asks to switch protocols (WebSocket).
+func isUpgrade(h http.Header) bool {
+	return h.Get("Upgrade") != "" && connectionTokens(h)["Upgrade"]
+}
+
+// requestHead serializes the request line and headers sent upstream.
+func requestHead(b []byte, r *http.Request, requestURI string, upgrade bool, hasBody bool) []byte {
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, requestURI...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, r.Host...)
+	b = append(b, "\r\n"...)
+	conn := connectionTokens(r.Header)
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		if hopByHop[k] || conn[k] || k == "Host" || k == "Content-Length" {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range r.Header[k] {
+			b = appendField(b, k, v)
+		}
+	}
+	if upgrade {
+		b = appendField(b, "Connection", "Upgrade")
+		for _, v := range r.Header["Upgrade"] {
+			b = appendField(b, "Upgrade", v)
+		}
+	}
+	if hasBody {
+		if r.ContentLength >= 0 {
+			b = appendField(b, "Content-Length", strconv.FormatInt(r.ContentLength, 10))
+		} else {
+			b = appendField(b, "Transfer-Encoding", "chunked")
+		}
+	} else if r.ContentLength == 0 && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) {
+		b = appendField(b, "Content-Length", "0")
+	}
+	return append(b, "\r\n"...)
+}
+
+func appendField(b []byte, k, v string) []byte {
+	b = append(b, k...)
+	b = append(b, ": "...)
+	b = append(b, v...)
+	return append(b, "\r\n"...)
+}
+
+// copyResponseHeaders copies the origin's headers for the client, without
+// hop-by-hop ones; Content-Length is set by the caller.
+func copyResponseHeaders(dst, src http.Header) {
+	conn := connectionTokens(src)
+	for k, vv := range src {
+		if hopByHop[k] || conn[k] || k == "Content-Length" {
+			continue
+		}
+		dst[k] = vv
+	}
+}

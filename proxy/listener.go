@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// limitListener serves at most max connections at once. Connections over
+// the limit are accepted from the kernel at once and wait in user space for a
+// slot, up to wait; then they get a 503 and are closed. Waiting in user space
+// (instead of in the listen backlog) lets the proxy count them and answer
+// them, instead of leaving clients hanging in SYN queues.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+	wait  time.Duration
+	ready chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	err   error
+
+	waiting atomic.Int64
+	refused atomic.Int64
+	wg      sync.WaitGroup
+}
+
+func newLimitListener(l net.Listener, maxConns int, wait time.Duration) *limitListener {
+	ll := &limitListener{
+		Listener: l,
+		slots:    make(chan struct{}, maxConns),
+		wait:     wait,
+		ready:    make(chan net.Conn),
+		done:     make(chan struct{}),
+	}
+	ll.wg.Add(1)
+	go ll.acceptLoop()
+	return ll
+}
+
+func (l *limitListener) acceptLoop() {
+	defer l.wg.Done()
+	defer close(l.ready)
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAcceptError(err) {
+				// Out of file descriptors and the like: wait, don't spin.
+				select {
+				case <-time.After(backoff):
+				case <-l.done:
+					l.err = net.ErrClosed
+					return
+				}
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			l.err = err
+			return
+		}
+		backoff = 5 * time.Millisecond
+		select {
+		case l.slots <- struct{}{}:
+			l.deliver(c)
+		default:
+			l.waiting.Add(1)
+			l.wg.Add(1)
+			go l.waitForSlot(c)
+		}
+	}
+}
+
+func (l *limitListener) deliver(c net.Conn) {
+	lc := &limitConn{Conn: c, l: l}
+	select {
+	case l.ready <- lc:
+	case <-l.done:
+		lc.Close()
+	}
+}
+
+func (l *limitListener) waitForSlot(c net.Conn) {
+	defer l.wg.Done()
+	t := time.NewTimer(l.wait)
+	defer t.Stop()
+	select {
+	case l.slots <- struct{}{}:
+		l.waiting.Add(-1)
+		l.deliver(c)
+	case <-t.C:
+		l.waiting.Add(-1)
+		l.refused.Add(1)
+		refuse(c, l.wait, cap(l.slots))
+	case <-l.done:
+		l.waiting.Add(-1)
+		c.Close()
+	}
+}
+
+// refuse answers a connection that waited too long with a 503 and closes it
+// without a reset, so that the client reads the answer.
+func refuse(c net.Conn, waited time.Duration, maxConns int) {
+	body := fmt.Sprintf("warcproxy: too many connections: all %d slots (--max-conns) stayed busy for %s (--conn-wait-timeout)\n", maxConns, waited)
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nRetry-After: 5\r\nConnection: close\r\n\r\n%s", len(body), body)
+	if tc, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 256<<10))
+	}
+	c.Close()
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	c, ok := <-l.ready
+	if !ok {
+		return nil, l.err
+	}
+	return c, nil
+}
+
+func (l *limitListener) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.done)
+		err = l.Listener.Close()
+	})
+	return err
+}
+
+// active is the number of connections holding a slot.
+func (l *limitListener) active() int { return len(l.slots) }
+
+// limitConn frees its slot when closed.
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { <-c.l.slots })
+	return err
+}
+
+// CloseWrite lets refuse-like half closes reach the TCP connection.
+func (c *limitConn) CloseWrite() error {
+	if tc, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return tc.CloseWrite()
+	}
+	return nil
+}
+
+func isTemporaryAcceptError(err error) bool {
+	var te interface{ Temporary() bool }
+	return errors.As(err, &te) && te.Temporary()
+}

@@ -1,0 +1,728 @@
+// Package proxy is the recording forward proxy: it serves plain HTTP proxy
+// requests and CONNECT tunnels (intercepting TLS with its own CA), fetches
+// from the origin with its own HTTP/1.1 client while recording the exact
+// bytes on the wire, streams the response to the client, and hands each
+// finished exchange to the WARC writer queue.
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/internal/spool"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// Queue is where finished captures go: the writer pool.
+type Queue interface {
+	Enqueue(ctx context.Context, c *writer.Capture) error
+	// FullFor is how long the queue has been continuously full.
+	FullFor() time.Duration
+}
+
+// Options configure a Server. Zero durations disable the timeout.
+type Options struct {
+	CA      *CA
+	Spooler *spool.Spooler
+	Queue   Queue
+	// Prefix is the default WARC prefix; "-" proxies without archiving.
+	Prefix string
+	Digest digest.Algorithm
+	Base32 bool
+
+	MaxConns         int
+	ConnWaitTimeout  time.Duration
+	IdleTimeout      time.Duration
+	HeaderTimeout    time.Duration
+	MaxHeaderBytes   int64
+	QueueFullTimeout time.Duration
+	MaxResourceSize  int64
+	SocketTimeout    time.Duration
+	// MethodFilter, if not empty, lists the only methods that are archived.
+	MethodFilter      []string
+	VerifyUpstreamTLS bool
+
+	Version string
+	// Status, if set, adds fields (writer figures) to /status.
+	Status func(map[string]any)
+}
+
+// Server is the proxy.
+type Server struct {
+	opts   Options
+	logger *slog.Logger
+	up     *upstream
+	tlsCfg *tls.Config
+
+	outer, inner *http.Server
+	ll           *limitListener
+	innerLn      *chanListener
+	addr         *net.TCPAddr
+
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	inflight   sync.WaitGroup
+
+	splicesMu sync.Mutex
+	splices   map[net.Conn]struct{}
+	closing   atomic.Bool
+
+	startTime     time.Time
+	active        atomic.Int64
+	urlsProcessed atomic.Int64
+	notArchived   atomic.Int64
+	captureErrors atomic.Int64
+}
+
+// New validates opts and builds a Server; Serve starts it.
+func New(opts Options, logger *slog.Logger) (*Server, error) {
+	if opts.CA == nil {
+		return nil, errors.New("proxy: no CA")
+	}
+	if opts.Spooler == nil {
+		return nil, errors.New("proxy: no spooler")
+	}
+	if opts.Queue == nil && opts.Prefix != "-" {
+		return nil, errors.New("proxy: no writer queue")
+	}
+	if opts.MaxConns < 1 {
+		return nil, errors.New("proxy: max conns must be at least 1")
+	}
+	if opts.Digest == "" {
+		opts.Digest = digest.SHA1
+	}
+	if opts.MaxHeaderBytes <= 0 {
+		opts.MaxHeaderBytes = 4 << 20
+	}
+	s := &Server{
+		opts:      opts,
+		logger:    logger,
+		up:        newUpstream(opts.SocketTimeout, opts.VerifyUpstreamTLS),
+		splices:   make(map[net.Conn]struct{}),
+		startTime: time.Now(),
+	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.tlsCfg = &tls.Config{
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			name := hello.ServerName
+			if name == "" {
+				if tc, ok := hello.Conn.(*tunnelConn); ok {
+					name = tc.tun.host
+				}
+			}
+			return opts.CA.Leaf(name)
+		},
+	}
+	errLog := slog.NewLogLogger(logger.With("component", "http").Handler(), slog.LevelDebug)
+	mk := func() *http.Server {
+		return &http.Server{
+			Handler:           s,
+			ReadHeaderTimeout: opts.HeaderTimeout,
+			IdleTimeout:       opts.IdleTimeout,
+			MaxHeaderBytes:    int(opts.MaxHeaderBytes),
+			ErrorLog:          errLog,
+			BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+		}
+	}
+	s.outer = mk()
+	s.inner = mk()
+	s.inner.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if tc, ok := c.(*tls.Conn); ok {
+			c = tc.NetConn()
+		}
+		if tc, ok := c.(*tunnelConn); ok {
+			return context.WithValue(ctx, tunnelKey{}, tc.tun)
+		}
+		return ctx
+	}
+	// The inner server never negotiates h2 (not yet supported).
+	s.inner.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	s.outer.TLSNextProto = s.inner.TLSNextProto
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown; it returns
+// http.ErrServerClosed after a shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.addr = a
+	}
+	s.ll = newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout)
+	s.innerLn = newChanListener(ln.Addr())
+	go func() { _ = s.inner.Serve(s.innerLn) }()
+	return s.outer.Serve(s.ll)
+}
+
+// Shutdown stops accepting connections and waits, until ctx ends, for
+// in-flight exchanges to finish and reach the writer queue. When ctx ends
+// first, remaining connections are closed; what they had read is still
+// queued, marked truncated.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.closeSplices()
+	var wg sync.WaitGroup
+	var errOuter, errInner error
+	wg.Add(2)
+	go func() { defer wg.Done(); errOuter = s.outer.Shutdown(ctx) }()
+	go func() { defer wg.Done(); errInner = s.inner.Shutdown(ctx) }()
+	wg.Wait()
+	err := errors.Join(errOuter, errInner)
+	if err != nil {
+		s.cancelBase()
+		s.outer.Close()
+		s.inner.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cancelBase()
+		<-done
+	}
+	s.cancelBase()
+	if s.ll != nil {
+		s.ll.Close()
+		s.ll.wg.Wait()
+	}
+	s.up.closeIdle()
+	return err
+}
+
+// Addr is the address the proxy listens on (after Serve started).
+func (s *Server) Addr() *net.TCPAddr { return s.addr }
+
+// ConnStats reports connections holding a slot, waiting for one, and
+// refused after waiting.
+func (s *Server) ConnStats() (active, waiting, refused int64) {
+	if s.ll == nil {
+		return 0, 0, 0
+	}
+	return int64(s.ll.active()), s.ll.waiting.Load(), s.ll.refused.Load()
+}
+
+type tunnelKey struct{}
+
+// target is where a request goes.
+type target struct {
+	scheme     string
+	hostport   string // for dialing, port always present
+	host       string
+	requestURI string // origin-form
+	tun        *tunnel
+}
+
+func (t *target) uri() string {
+	h := t.hostport
+	if (t.scheme == "http" && strings.HasSuffix(h, ":80")) || (t.scheme == "https" && strings.HasSuffix(h, ":443")) {
+		h = h[:strings.LastIndexByte(h, ':')]
+	}
+	if t.requestURI == "*" {
+		return t.scheme + "://" + h
+	}
+	return t.scheme + "://" + h + t.requestURI
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tun, _ := r.Context().Value(tunnelKey{}).(*tunnel)
+	if r.Method == http.MethodConnect {
+		if tun != nil {
+			textError(w, http.StatusBadRequest, "warcproxy: CONNECT inside a CONNECT tunnel is not supported")
+			return
+		}
+		s.handleConnect(w, r)
+		return
+	}
+	var t target
+	switch {
+	case tun != nil:
+		t = target{scheme: tun.scheme, hostport: tun.authority, host: tun.host, tun: tun}
+		t.requestURI = r.RequestURI
+		if !strings.HasPrefix(t.requestURI, "/") && t.requestURI != "*" {
+			t.requestURI = originForm(r.RequestURI)
+		}
+	case r.URL.IsAbs():
+		if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
+			textError(w, http.StatusBadRequest, "warcproxy: unsupported URL scheme "+strconv.Quote(r.URL.Scheme))
+			return
+		}
+		if r.URL.Host == "" {
+			textError(w, http.StatusBadRequest, "warcproxy: request URL has no host")
+			return
+		}
+		t = target{scheme: r.URL.Scheme, requestURI: originForm(r.RequestURI)}
+		t.hostport, t.host = withPort(r.URL.Host, t.scheme)
+	default:
+		s.serveLocal(w, r)
+		return
+	}
+	if splice := s.forward(w, r, &t); splice != nil {
+		splice()
+	}
+}
+
+// originForm cuts "scheme://authority" off an absolute-form request target,
+// keeping the rest exactly as the client sent it.
+func originForm(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return "/"
+	}
+	rest := raw[i+3:]
+	j := strings.IndexAny(rest, "/?")
+	if j < 0 {
+		return "/"
+	}
+	if rest[j] == '?' {
+		return "/" + rest[j:]
+	}
+	return rest[j:]
+}
+
+// withPort returns host:port (adding the scheme's default port) and host.
+func withPort(authority, scheme string) (hostport, host string) {
+	if h, p, err := net.SplitHostPort(authority); err == nil && p != "" {
+		return net.JoinHostPort(h, p), h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(authority, "["), "]")
+	port := "80"
+	if scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(host, port), host
+}
+
+func (s *Server) archives(method string) bool {
+	if s.opts.Prefix == "-" {
+		return false
+	}
+	if len(s.opts.MethodFilter) == 0 {
+		return true
+	}
+	for _, m := range s.opts.MethodFilter {
+		if strings.EqualFold(m, method) {
+			return true
+		}
+	}
+	return false
+}
+
+// forward fetches and records one exchange. For a 101 Switching Protocols
+// answer it returns the function that runs the tunnel which follows, so that
+// it runs outside the in-flight accounting that shutdown waits for.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (splice func()) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	s.active.Add(1)
+	defer s.active.Add(-1)
+
+	if s.opts.QueueFullTimeout > 0 && s.opts.Queue != nil {
+		if d := s.opts.Queue.FullFor(); d > s.opts.QueueFullTimeout {
+			w.Header().Set("Retry-After", "5")
+			textError(w, http.StatusServiceUnavailable, fmt.Sprintf(
+				"warcproxy: the WARC writer queue has been full for %s (--queue-full-timeout %s); not fetching %s",
+				d.Round(time.Millisecond), s.opts.QueueFullTimeout, t.uri()))
+			return
+		}
+	}
+
+	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method}
+	archive := s.archives(r.Method)
+	if archive {
+		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
+		ex.res = newRecorder(s.opts.Spooler, s.opts.Digest)
+		ex.payload.h = s.opts.Digest.New()
+	}
+	queued := false
+	defer func() {
+		if !queued {
+			ex.discard()
+		}
+	}()
+
+	upgrade := isUpgrade(r.Header)
+	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	headBuf := getBuf()
+	head := requestHead((*headBuf)[:0], r, t.requestURI, upgrade, hasBody)
+	out := &outbound{method: r.Method, head: head, length: r.ContentLength}
+	if hasBody {
+		out.body = r.Body
+		out.expect = strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	}
+	if archive {
+		out.reqRec, out.resRec = ex.req, ex.res
+	}
+
+	ctx := r.Context()
+	var pre net.Conn
+	if t.tun != nil && t.tun.authority == t.hostport {
+		pre = t.tun.takePreconn()
+	}
+	var c *uconn
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		var err error
+		c, err = s.up.get(ctx, t.scheme, t.hostport, pre)
+		pre = nil
+		if err == nil {
+			resp, ex.resStart, err = s.up.roundTrip(c, out)
+			if err == nil {
+				break
+			}
+			c.conn.Close()
+			if attempt == 0 && !hasBody && isStale(c, err) {
+				if archive {
+					ex.discard()
+					ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
+					ex.res = newRecorder(s.opts.Spooler, s.opts.Digest)
+					out.reqRec, out.resRec = ex.req, ex.res
+				}
+				continue
+			}
+		}
+		putBuf(headBuf)
+		s.upstreamError(w, r, t, err)
+		return
+	}
+	putBuf(headBuf)
+	ex.ip = c.ip
+
+	// Close the origin connection if the client goes away or a forced
+	// shutdown comes, so that nothing waits on it for the socket timeout.
+	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
+	reusable := !resp.Close && !upgrade
+
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		stop()
+		ex.resEnd = c.consumed()
+		queued = s.enqueue(ex, archive)
+		return func() { s.splice(w, c, resp) }
+	}
+
+	h := w.Header()
+	copyResponseHeaders(h, resp.Header)
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = nil // don't let net/http add one the origin did not send
+	}
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil // nor sniff a Content-Type
+	}
+	if resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	w.WriteHeader(resp.StatusCode)
+
+	ex.payload.r = resp.Body
+	aborted := s.copyBody(w, c, resp, ex)
+	if !stop() {
+		// ctx ended while we were reading: the connection is closed.
+		reusable = false
+		if ex.truncated == "" && !ex.complete(resp) {
+			ex.truncated = truncDisconnect
+			aborted = true
+		}
+	}
+	ex.resEnd = c.consumed()
+	if ex.truncated != "" || c.br.Buffered() > 0 {
+		reusable = false
+	}
+	if reusable {
+		s.up.put(c)
+	} else {
+		c.conn.Close()
+	}
+	queued = s.enqueue(ex, archive)
+	if s.logger.Enabled(ctx, slog.LevelDebug) {
+		s.logger.Debug("exchange", "method", r.Method, "url", ex.targetURI, "status", resp.StatusCode,
+			"bytes", ex.resEnd-ex.resStart, "truncated", ex.truncated, "archived", archive && queued)
+	}
+	if aborted {
+		// Do not end the response cleanly: the client must see that it
+		// did not get the whole body.
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// complete reports whether the whole body was read.
+func (ex *exchange) complete(resp *http.Response) bool {
+	return resp.ContentLength >= 0 && ex.payload.n == resp.ContentLength
+}
+
+// copyBody streams the response body to the client, flushing whenever the
+// origin has nothing more buffered, and stops at --max-resource-size. It
+// reports whether the client's response must be aborted.
+func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, ex *exchange) (aborted bool) {
+	if resp.Body == http.NoBody {
+		return false
+	}
+	flusher, _ := w.(http.Flusher)
+	buf := getBuf()
+	defer putBuf(buf)
+	limit := s.opts.MaxResourceSize
+	if limit > 0 && resp.ContentLength > limit {
+		// Known to be too long: read exactly the limit.
+	} else if limit > 0 {
+		limit++ // unknown length: one byte past the limit shows it is longer
+	}
+	clientOK := true
+	for {
+		p := *buf
+		if limit > 0 {
+			left := limit - ex.payload.n
+			if left <= 0 {
+				ex.truncated = truncLength
+				return true
+			}
+			if int64(len(p)) > left {
+				p = p[:left]
+			}
+		}
+		n, err := ex.payload.Read(p)
+		if n > 0 && clientOK {
+			if _, werr := w.Write(p[:n]); werr != nil {
+				// The client went away: keep what was read, stop fetching.
+				clientOK = false
+				ex.truncated = truncDisconnect
+				return true
+			}
+			if c.br.Buffered() == 0 && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err == io.EOF {
+			if limit > 0 && resp.ContentLength > s.opts.MaxResourceSize && ex.payload.n >= s.opts.MaxResourceSize {
+				ex.truncated = truncLength
+				return true
+			}
+			if s.opts.MaxResourceSize > 0 && ex.payload.n > s.opts.MaxResourceSize {
+				ex.truncated = truncLength
+				return true
+			}
+			return false
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				ex.truncated = truncTime
+			} else {
+				ex.truncated = truncDisconnect
+			}
+			s.logger.Info("upstream failed mid-body", "url", ex.targetURI, "read", ex.payload.n, "err", err)
+			return true
+		}
+	}
+}
+
+// enqueue hands a finished exchange to the writer. It reports whether the
+// writer took ownership of the spools.
+func (s *Server) enqueue(ex *exchange, archive bool) bool {
+	s.urlsProcessed.Add(1)
+	if !archive {
+		s.notArchived.Add(1)
+		return false
+	}
+	capture, err := ex.capture(s.opts.Prefix, s.opts.Digest, s.opts.Base32)
+	if err != nil {
+		s.captureErrors.Add(1)
+		s.logger.Error("capture not archived", "url", ex.targetURI, "err", err)
+		return false
+	}
+	// Wait for room however long it takes (back-pressure); only a forced
+	// shutdown gives up.
+	if err := s.opts.Queue.Enqueue(s.baseCtx, capture); err != nil {
+		s.captureErrors.Add(1)
+		s.logger.Error("capture not archived: writer queue refused it", "url", ex.targetURI, "err", err)
+		return false
+	}
+	return true
+}
+
+// upstreamError answers the client when the origin could not be reached or
+// did not answer properly.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, t *target, err error) {
+	status, kind := classifyUpstreamError(err)
+	s.logger.Info("upstream error", "url", t.uri(), "kind", kind, "err", err)
+	textError(w, status, fmt.Sprintf("warcproxy: %s fetching %s: %v", kind, t.uri(), err))
+}
+
+func classifyUpstreamError(err error) (int, string) {
+	var dnsErr *net.DNSError
+	var tlsErr *tlsError
+	var ne net.Error
+	var cbe *clientBodyError
+	switch {
+	case errors.As(err, &cbe):
+		return http.StatusBadRequest, "client error"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsTimeout {
+			return http.StatusGatewayTimeout, "DNS timeout"
+		}
+		return http.StatusBadGateway, "DNS lookup failed"
+	case errors.As(err, &tlsErr):
+		if errors.As(err, &ne) && ne.Timeout() {
+			return http.StatusGatewayTimeout, "TLS handshake timeout"
+		}
+		return http.StatusBadGateway, "TLS handshake failed"
+	case errors.As(err, &ne) && ne.Timeout():
+		return http.StatusGatewayTimeout, "upstream timeout"
+	case errors.Is(err, errResponseHeadTooLarge), errors.Is(err, errUpstreamNotHTTP):
+		return http.StatusBadGateway, "bad upstream response"
+	case strings.Contains(err.Error(), "connection refused"):
+		return http.StatusBadGateway, "connection refused"
+	}
+	return http.StatusBadGateway, "upstream error"
+}
+
+func textError(w http.ResponseWriter, status int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg+"\n")
+}
+
+// splice hands a 101 Switching Protocols exchange over to a byte tunnel
+// between client and origin (WebSocket). Only the handshake is recorded.
+func (s *Server) splice(w http.ResponseWriter, c *uconn, resp *http.Response) {
+	client, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		c.conn.Close()
+		return
+	}
+	c.rd.sink, c.wr.sink = nil, nil
+	c.rd.timeout, c.wr.timeout = 0, 0
+	_ = c.conn.SetDeadline(time.Time{})
+	_ = client.SetDeadline(time.Time{})
+	if !s.track(client, c.conn) {
+		client.Close()
+		c.conn.Close()
+		return
+	}
+	defer s.untrack(client, c.conn)
+	var head strings.Builder
+	fmt.Fprintf(&head, "HTTP/1.1 %s\r\n", resp.Status)
+	_ = resp.Header.Write(&head)
+	head.WriteString("\r\n")
+	if _, err := io.WriteString(client, head.String()); err != nil {
+		client.Close()
+		c.conn.Close()
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(c.conn, brw.Reader)
+		closeWrite(c.conn)
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(client, c.br)
+		closeWrite(client)
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+	client.Close()
+	c.conn.Close()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}
+
+func (s *Server) track(conns ...net.Conn) bool {
+	s.splicesMu.Lock()
+	defer s.splicesMu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	for _, c := range conns {
+		s.splices[c] = struct{}{}
+	}
+	return true
+}
+
+func (s *Server) untrack(conns ...net.Conn) {
+	s.splicesMu.Lock()
+	defer s.splicesMu.Unlock()
+	for _, c := range conns {
+		delete(s.splices, c)
+	}
+}
+
+func (s *Server) closeSplices() {
+	s.splicesMu.Lock()
+	defer s.splicesMu.Unlock()
+	for c := range s.splices {
+		c.Close()
+	}
+}
+
+// serveLocal answers origin-form requests addressed to the proxy itself.
+func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/status":
+		s.serveStatus(w)
+	default:
+		textError(w, http.StatusNotFound, "warcproxy: this is a recording proxy; configure it as your client's HTTP and HTTPS proxy. Local endpoints: /status")
+	}
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter) {
+	active, waiting, refused := s.ConnStats()
+	hits, misses := s.opts.CA.CacheStats()
+	st := map[string]any{
+		"role":                    "warcproxy",
+		"version":                 s.opts.Version,
+		"pid":                     os.Getpid(),
+		"start_time":              s.startTime.UTC().Format(time.RFC3339),
+		"active_requests":         s.active.Load(),
+		"urls_processed":          s.urlsProcessed.Load(),
+		"urls_not_archived":       s.notArchived.Load(),
+		"capture_errors":          s.captureErrors.Load(),
+		"connections_active":      active,
+		"connections_waiting":     waiting,
+		"connections_refused":     refused,
+		"max_conns":               s.opts.MaxConns,
+		"cert_cache_hits":         hits,
+		"cert_cache_misses":       misses,
+		"spool_memory_bytes":      s.opts.Spooler.MemoryInUse(),
+		"spool_memory_budget":     s.opts.Spooler.MemoryBudget(),
+		"spool_disk_bytes":        s.opts.Spooler.DiskInUse(),
+		"prefix":                  s.opts.Prefix,
+		"queue_full_for_seconds":  0.0,
+	}
+	if s.addr != nil {
+		st["address"] = s.addr.IP.String()
+		st["port"] = s.addr.Port
+	}
+	if s.opts.Queue != nil {
+		st["queue_full_for_seconds"] = s.opts.Queue.FullFor().Seconds()
+	}
+	if s.opts.Status != nil {
+		s.opts.Status(st)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(st)
+}

@@ -1,0 +1,413 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The upstream client is our own small HTTP/1.1 client rather than
+// net/http.Transport: the WARC record must hold the exact bytes written to and
+// read from the origin, so the client owns the connection, its buffered reader
+// and the boundaries of every exchange on it.
+
+const (
+	maxIdlePerHost       = 64
+	maxIdleTime          = 60 * time.Second
+	maxResponseHeadBytes = 1 << 20
+	expectContinueWait   = time.Second
+	bufSize              = 32 << 10
+)
+
+var (
+	errResponseHeadTooLarge = errors.New("response headers larger than 1 MiB")
+	errUpstreamNotHTTP      = errors.New("upstream did not answer with HTTP/1.x")
+)
+
+// upstream dials origins and keeps idle connections for reuse.
+type upstream struct {
+	dialer        net.Dialer
+	tlsConfig     *tls.Config
+	socketTimeout time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*uconn
+}
+
+func newUpstream(socketTimeout time.Duration, verifyTLS bool) *upstream {
+	suites := []uint16{}
+	for _, s := range tls.CipherSuites() {
+		suites = append(suites, s.ID)
+	}
+	if !verifyTLS {
+		// An archive records what old servers serve too.
+		for _, s := range tls.InsecureCipherSuites() {
+			suites = append(suites, s.ID)
+		}
+	}
+	return &upstream{
+		dialer:        net.Dialer{Timeout: socketTimeout, KeepAlive: 30 * time.Second},
+		socketTimeout: socketTimeout,
+		tlsConfig: &tls.Config{
+			InsecureSkipVerify: !verifyTLS, //nolint:gosec // recording what the site serves is the point; --verify-upstream-tls turns it on
+			MinVersion:         tls.VersionTLS10,
+			CipherSuites:       suites,
+			NextProtos:         []string{"http/1.1"},
+			ClientSessionCache: tls.NewLRUClientSessionCache(4096),
+		},
+		idle: make(map[string][]*uconn),
+	}
+}
+
+// uconn is one connection to an origin.
+type uconn struct {
+	key      string // scheme://host:port
+	conn     net.Conn
+	ip       string
+	rd       connReader
+	br       *bufio.Reader
+	wr       connWriter
+	bw       *bufio.Writer
+	reused   bool
+	idleFrom time.Time
+}
+
+// connReader reads from the origin, setting the inactivity deadline before
+// each read and copying every byte into the current exchange's sink.
+type connReader struct {
+	c       net.Conn
+	timeout time.Duration
+	sink    io.Writer // nil when not recording
+	n       int64     // bytes read since the sink was attached
+	limit   int64     // while > 0, reading past it fails (response head limit)
+	// deadline, when set, overrides the inactivity timeout (100-continue wait).
+	deadline time.Time
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if r.limit > 0 && r.n >= r.limit {
+		return 0, errResponseHeadTooLarge
+	}
+	switch {
+	case !r.deadline.IsZero():
+		_ = r.c.SetReadDeadline(r.deadline)
+	case r.timeout > 0:
+		_ = r.c.SetReadDeadline(time.Now().Add(r.timeout))
+	}
+	n, err := r.c.Read(p)
+	if n > 0 {
+		r.n += int64(n)
+		if r.sink != nil {
+			_, _ = r.sink.Write(p[:n]) // the sink records its own failure
+		}
+	}
+	return n, err
+}
+
+// connWriter writes to the origin and copies every byte into the sink.
+type connWriter struct {
+	c       net.Conn
+	timeout time.Duration
+	sink    io.Writer
+}
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	if w.timeout > 0 {
+		_ = w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+	n, err := w.c.Write(p)
+	if n > 0 && w.sink != nil {
+		_, _ = w.sink.Write(p[:n])
+	}
+	return n, err
+}
+
+func (u *upstream) newUconn(key string, conn net.Conn) *uconn {
+	c := &uconn{key: key, conn: conn}
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		c.ip = a.IP.String()
+	}
+	c.rd = connReader{c: conn, timeout: u.socketTimeout}
+	c.wr = connWriter{c: conn, timeout: u.socketTimeout}
+	c.br = bufio.NewReaderSize(&c.rd, bufSize)
+	c.bw = bufio.NewWriterSize(&c.wr, 8<<10)
+	return c
+}
+
+// dialTCP opens a TCP connection to hostport, bounded by the socket timeout.
+func (u *upstream) dialTCP(ctx context.Context, hostport string) (net.Conn, error) {
+	return u.dialer.DialContext(ctx, "tcp", hostport)
+}
+
+// get returns an idle connection for key or dials a new one; pre, if not
+// nil, is a TCP connection dialed earlier for this origin (at CONNECT time).
+func (u *upstream) get(ctx context.Context, scheme, hostport string, pre net.Conn) (*uconn, error) {
+	key := scheme + "://" + hostport
+	if pre == nil {
+		if c := u.takeIdle(key); c != nil {
+			return c, nil
+		}
+	}
+	raw := pre
+	if raw == nil {
+		var err error
+		if raw, err = u.dialTCP(ctx, hostport); err != nil {
+			return nil, err
+		}
+	}
+	conn := raw
+	if scheme == "https" {
+		cfg := u.tlsConfig.Clone()
+		host, _, _ := net.SplitHostPort(hostport)
+		if net.ParseIP(host) == nil {
+			cfg.ServerName = host
+		} else if !cfg.InsecureSkipVerify {
+			cfg.ServerName = host
+		}
+		tc := tls.Client(raw, cfg)
+		hctx := ctx
+		if u.socketTimeout > 0 {
+			var cancel context.CancelFunc
+			hctx, cancel = context.WithTimeout(ctx, u.socketTimeout)
+			defer cancel()
+		}
+		if err := tc.HandshakeContext(hctx); err != nil {
+			raw.Close()
+			return nil, &tlsError{err}
+		}
+		conn = tc
+	}
+	return u.newUconn(key, conn), nil
+}
+
+func (u *upstream) takeIdle(key string) *uconn {
+	now := time.Now()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	list := u.idle[key]
+	for len(list) > 0 {
+		c := list[len(list)-1]
+		list = list[:len(list)-1]
+		if now.Sub(c.idleFrom) > maxIdleTime {
+			c.conn.Close()
+			continue
+		}
+		u.idle[key] = list
+		c.reused = true
+		return c
+	}
+	delete(u.idle, key)
+	return nil
+}
+
+// put returns a clean connection to the idle pool.
+func (u *upstream) put(c *uconn) {
+	c.rd.sink, c.wr.sink = nil, nil
+	c.rd.n, c.rd.limit = 0, 0
+	c.idleFrom = time.Now()
+	u.mu.Lock()
+	if len(u.idle[c.key]) >= maxIdlePerHost {
+		u.mu.Unlock()
+		c.conn.Close()
+		return
+	}
+	u.idle[c.key] = append(u.idle[c.key], c)
+	u.mu.Unlock()
+}
+
+// closeIdle closes every idle connection (at shutdown).
+func (u *upstream) closeIdle() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, list := range u.idle {
+		for _, c := range list {
+			c.conn.Close()
+		}
+		delete(u.idle, k)
+	}
+}
+
+// tlsError marks a failed TLS handshake with the origin.
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return "TLS handshake with upstream: " + e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
+
+// outbound is what roundTrip sends.
+type outbound struct {
+	method string
+	head   []byte        // request line and headers, CRLF CRLF included
+	body   io.Reader     // nil when the request has no body
+	length int64         // -1: send chunked
+	expect bool          // wait for 100 Continue before sending the body
+	reqRec io.Writer     // receives the request bytes as written (may be nil)
+	resRec io.Writer     // receives the response bytes as read (may be nil)
+	resetR func()        // discards both recordings before a retry
+}
+
+// roundTrip writes the request and reads the final response head on c.
+// It returns the response (whose Body reads from c.br) and the offset, in
+// bytes read since the sink was attached, where the final status line starts.
+func (u *upstream) roundTrip(c *uconn, out *outbound) (*http.Response, int64, error) {
+	c.rd.sink, c.wr.sink = out.resRec, out.reqRec
+	c.rd.n = 0
+	if _, err := c.bw.Write(out.head); err != nil {
+		return nil, 0, err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return nil, 0, err
+	}
+	req := &http.Request{Method: out.method}
+	var early *http.Response
+	var start int64
+	if out.body != nil {
+		send := true
+		if out.expect {
+			resp, s, err := u.awaitContinue(c, req)
+			if err != nil {
+				return nil, 0, err
+			}
+			if resp != nil { // a final answer instead of 100: the body stays unsent
+				early, start, send = resp, s, false
+			}
+		}
+		if send {
+			if err := u.sendBody(c, out); err != nil {
+				// The origin may have answered and closed early (413, 401...);
+				// a response already on the wire is still worth reading.
+				if resp, s, rerr := readFinal(c, req); rerr == nil {
+					return resp, s, nil
+				}
+				return nil, 0, err
+			}
+		}
+	}
+	if early != nil {
+		early.Close = true // the declared body was never sent
+		return early, start, nil
+	}
+	return readFinal(c, req)
+}
+
+func (u *upstream) sendBody(c *uconn, out *outbound) error {
+	buf := getBuf()
+	defer putBuf(buf)
+	var w io.Writer = c.bw
+	var cw io.WriteCloser
+	if out.length < 0 {
+		cw = httputil.NewChunkedWriter(c.bw)
+		w = cw
+	}
+	if _, err := io.CopyBuffer(w, out.body, *buf); err != nil {
+		return &clientBodyError{err}
+	}
+	if cw != nil {
+		if err := cw.Close(); err != nil {
+			return err
+		}
+		if _, err := c.bw.WriteString("\r\n"); err != nil {
+			return err
+		}
+	}
+	return c.bw.Flush()
+}
+
+// awaitContinue waits a short while for the origin's 100 Continue. It
+// returns a non-nil response if the origin answered with a final status
+// instead, and nil if the body should be sent (100 seen, or no answer in
+// time, as RFC 9110 allows).
+func (u *upstream) awaitContinue(c *uconn, req *http.Request) (*http.Response, int64, error) {
+	c.rd.deadline = time.Now().Add(expectContinueWait)
+	_, err := c.br.Peek(1)
+	c.rd.deadline = time.Time{}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	start := c.consumed()
+	c.rd.limit = c.rd.n + maxResponseHeadBytes
+	resp, err := http.ReadResponse(c.br, req)
+	c.rd.limit = 0
+	if err != nil {
+		return nil, 0, headError(err)
+	}
+	if resp.StatusCode == http.StatusContinue {
+		return nil, 0, nil
+	}
+	if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+		return resp, start, nil
+	}
+	// Another interim response (102, 103): keep waiting for 100 or final.
+	return u.awaitContinue(c, req)
+}
+
+// readFinal reads responses until a final one (or 101), skipping interim
+// 1xx responses, which are not part of the response record.
+func readFinal(c *uconn, req *http.Request) (*http.Response, int64, error) {
+	for {
+		start := c.consumed()
+		c.rd.limit = c.rd.n + maxResponseHeadBytes
+		resp, err := http.ReadResponse(c.br, req)
+		c.rd.limit = 0
+		if err != nil {
+			return nil, 0, headError(err)
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, start, nil
+		}
+	}
+}
+
+// consumed is the number of bytes of this exchange that the parser has used.
+func (c *uconn) consumed() int64 { return c.rd.n - int64(c.br.Buffered()) }
+
+func headError(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("upstream closed the connection before a complete response: %w", err)
+	}
+	if errors.Is(err, errResponseHeadTooLarge) {
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", errUpstreamNotHTTP, err)
+}
+
+// clientBodyError is a failure to read the request body from the client.
+type clientBodyError struct{ err error }
+
+func (e *clientBodyError) Error() string { return "reading request body from client: " + e.err.Error() }
+func (e *clientBodyError) Unwrap() error { return e.err }
+
+// isStale reports whether err on a reused connection means the origin had
+// closed it while idle, so the request can be sent again on a new one.
+func isStale(c *uconn, err error) bool {
+	if !c.reused || c.rd.n > 0 {
+		return false
+	}
+	var cbe *clientBodyError
+	if errors.As(err, &cbe) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "broken pipe")
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
+func putBuf(b *[]byte) { bufPool.Put(b) }
