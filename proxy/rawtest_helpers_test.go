@@ -170,3 +170,5 @@ func testCert(t *testing.T) tls.Certificate {
 	defer srv.Close()
 	return srv.TLS.Certificates[0]
 }
+
+func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }

@@ -267,6 +267,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		t = target{scheme: r.URL.Scheme, requestURI: originForm(r.RequestURI)}
 		t.hostport, t.host = withPort(r.URL.Host, t.scheme)
+		if s.isSelf(t.hostport) {
+			// http://proxy-address/status: answer here, never loop.
+			s.serveLocal(w, r)
+			return
+		}
 	default:
 		s.serveLocal(w, r)
 		return
@@ -305,6 +310,38 @@ func withPort(authority, scheme string) (hostport, host string) {
 		port = "443"
 	}
 	return net.JoinHostPort(host, port), host
+}
+
+// isSelf reports whether hostport names this proxy's own listening socket.
+func (s *Server) isSelf(hostport string) bool {
+	if s.addr == nil {
+		return false
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != strconv.Itoa(s.addr.Port) {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return s.addr.IP.IsLoopback() || s.addr.IP.IsUnspecified()
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	return ip.Equal(s.addr.IP) || (s.addr.IP.IsUnspecified() && (ip.IsLoopback() || isLocalIP(ip)))
+}
+
+func isLocalIP(ip net.IP) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) archives(method string) bool {
