@@ -245,13 +245,13 @@ func (e *tlsError) Unwrap() error { return e.err }
 // outbound is what roundTrip sends.
 type outbound struct {
 	method string
-	head   []byte        // request line and headers, CRLF CRLF included
-	body   io.Reader     // nil when the request has no body
-	length int64         // -1: send chunked
-	expect bool          // wait for 100 Continue before sending the body
-	reqRec io.Writer     // receives the request bytes as written (may be nil)
-	resRec io.Writer     // receives the response bytes as read (may be nil)
-	resetR func()        // discards both recordings before a retry
+	head   []byte    // request line and headers, CRLF CRLF included
+	body   io.Reader // nil when the request has no body
+	length int64     // -1: send chunked
+	expect bool      // wait for 100 Continue before sending the body
+	reqRec io.Writer // receives the request bytes as written (may be nil)
+	resRec io.Writer // receives the response bytes as read (may be nil)
+	resetR func()    // discards both recordings before a retry
 }
 
 // roundTrip writes the request and reads the final response head on c.
