@@ -44,7 +44,8 @@ type Pool struct {
 	abortOnce sync.Once
 	workers   sync.WaitGroup
 	done      chan struct{} // closed when every worker has exited
-	closeErrs []error       // file close errors at shutdown; guarded by mu
+	closeErrs []error       // problems for Close to report; guarded by mu
+	closeErrN int           // how many there were
 
 	// Back-pressure: enqueuers blocked on a full queue, and since when
 	// (nanoseconds after start, 0 = not full) the queue has been full.
@@ -238,15 +239,25 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.mu.RLock()
 	errs = append(errs, p.closeErrs...)
+	if n := p.closeErrN - len(p.closeErrs); n > 0 {
+		errs = append(errs, fmt.Errorf("writer: %d more file errors (see log)", n))
+	}
 	p.mu.RUnlock()
 	return errors.Join(errs...)
 }
 
-// closeError records an error from closing files at shutdown for Close.
+// maxCloseErrs bounds the errors kept for Close to report.
+const maxCloseErrs = 20
+
+// closeError records a problem for Close to report: a file it could not
+// close cleanly, or one left behind with its ".open" name.
 func (p *Pool) closeError(err error) {
 	p.mu.Lock()
-	p.closeErrs = append(p.closeErrs, err)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	p.closeErrN++
+	if len(p.closeErrs) < maxCloseErrs {
+		p.closeErrs = append(p.closeErrs, err)
+	}
 }
 
 // Stats is a snapshot of the pool's counters.

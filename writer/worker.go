@@ -238,6 +238,9 @@ func rawSize(c *Capture) int64 {
 	return n
 }
 
+// recordEnd follows every block.
+var recordEnd = []byte("\r\n\r\n")
+
 // readError marks an error reading a capture's block, as opposed to writing
 // the file.
 type readError struct{ err error }
@@ -279,7 +282,7 @@ func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	if err := w.copyBlock(dst, r); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(dst, "\r\n\r\n"); err != nil {
+	if _, err := dst.Write(recordEnd); err != nil {
 		return err
 	}
 	if w.gz != nil {
@@ -375,6 +378,14 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			// The directory went away (an operator cleaning up?): make
+			// it again, and fail on the next try if that did not help.
+			if merr := p.opts.FS.MkdirAll(p.opts.Dir, 0o755); merr != nil {
+				return nil, fmt.Errorf("creating warc directory: %w", merr)
+			}
+			f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("opening warc file: %w", err)
@@ -530,6 +541,8 @@ func (w *worker) failed(wf *warcFile, err error, c *Capture) {
 	file := ""
 	if wf != nil {
 		file = wf.path
+		// Captures whose bytes reached the OS before the error stay.
+		w.ack(wf)
 		for _, pc := range wf.pending {
 			redo = append(redo, pc.c)
 		}
@@ -540,9 +553,8 @@ func (w *worker) failed(wf *warcFile, err error, c *Capture) {
 			// ".open" so that nobody takes it for a finished file.
 			p.stats.writeError(cerr)
 			w.log.Error("cutting back warc file failed, leaving it open-named", "file", wf.path, "err", cerr)
-			if isClosed(p) {
-				p.closeError(fmt.Errorf("writer: %s left open-named: cutting back: %w", wf.path, cerr))
-			}
+			// Close reports it whenever it happened: the file stays.
+			p.closeError(fmt.Errorf("writer: %s left open-named with a partial record: cutting back: %w", wf.path, cerr))
 			delete(w.files, wf.prefix)
 			if w.last == wf {
 				w.last = nil

@@ -770,3 +770,56 @@ func TestOutputCut(t *testing.T) {
 	require.Equal(t, "abcdefghijXY", string(b))
 	require.True(t, bytes.Equal(b, []byte("abcdefghijXY")))
 }
+
+// TestFilesLeftOpen: when a file cannot be finished (cut back after a write
+// error, or renamed), it keeps its ".open" name and Close says so; the
+// captures that were not acknowledged in it are written elsewhere.
+func TestFilesLeftOpen(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults map[string]fault
+		errno  syscall.Errno
+	}{
+		{"truncate fails after a write error", map[string]fault{
+			"write":    {skip: 3, fail: 1, err: syscall.ENOSPC},
+			"truncate": {fail: 1, err: syscall.EIO},
+		}, syscall.EIO},
+		{"rename always fails", map[string]fault{
+			"rename": {fail: 1 << 30, err: syscall.EACCES},
+		}, syscall.EACCES},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := newFaultFS()
+			for op, f := range tt.faults {
+				fsys.set(op, f)
+			}
+			o := Options{FS: fsys, Gzip: true, Workers: 1, QueueSize: 4}
+			o.backoffMin, o.backoffMax = time.Millisecond, time.Millisecond
+			p, dir := newPool(t, o)
+			tr := newTracker()
+			const n = 12
+			for i := range n {
+				enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 100 << 10, seed: uint64(i)}, tr))
+			}
+			err := p.Close(context.Background())
+			require.ErrorContains(t, err, "left open-named")
+			require.ErrorIs(t, p.Stats().LastWriteError, tt.errno)
+			tr.requireAll(t, n, nil)
+
+			var open, closed []string
+			for _, name := range dirNames(t, dir) {
+				if strings.HasSuffix(name, ".open") {
+					open = append(open, name)
+					require.ErrorContains(t, err, name)
+				} else {
+					closed = append(closed, filepath.Join(dir, name))
+				}
+			}
+			require.NotEmpty(t, open)
+			if len(closed) > 0 {
+				warccheck.Files(t, closed...)
+			}
+		})
+	}
+}
