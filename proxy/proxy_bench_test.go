@@ -1,0 +1,107 @@
+package proxy_test
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+)
+
+// BenchmarkProxy measures whole-proxy throughput on loopback: origin,
+// proxy and load in one process, 50 keep-alive clients, incompressible
+// bodies. Compare with direct=true (no proxy) and prefix=- (proxy work
+// without recording) to see where the time goes.
+func BenchmarkProxy(b *testing.B) {
+	body16k := make([]byte, 16<<10)
+	_, _ = rand.Read(body16k)
+	body256k := make([]byte, 256<<10)
+	_, _ = rand.Read(body256k)
+	handler := func(body []byte) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			_, _ = w.Write(body)
+		})
+	}
+	for _, size := range []struct {
+		name string
+		body []byte
+	}{{"16KB", body16k}, {"256KB", body256k}} {
+		for _, tlsOn := range []bool{false, true} {
+			for _, mode := range benchModes {
+				name := fmt.Sprintf("body=%s/tls=%v/%s", size.name, tlsOn, mode)
+				b.Run(name, func(b *testing.B) {
+					origin := httptest.NewUnstartedServer(handler(size.body))
+					if tlsOn {
+						origin.StartTLS()
+					} else {
+						origin.Start()
+					}
+					defer origin.Close()
+					var client *http.Client
+					if mode == "direct" {
+						client = origin.Client()
+						client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+					} else {
+						p := proxytest.Start(b, func(c *config.Config) {
+							switch mode {
+							case "prefix=-":
+								c.Prefix = "-"
+							case "workers=1":
+								c.WriterWorkers = 1
+							case "workers=2":
+								c.WriterWorkers = 2
+							case "nogzip":
+								c.Gzip = false
+							case "workers=4":
+								c.WriterWorkers = 4
+							}
+						})
+						client = p.Client()
+					}
+					runLoad(b, client, origin.URL, 50, int64(len(size.body)))
+				})
+			}
+		}
+	}
+}
+
+func runLoad(b *testing.B, client *http.Client, base string, concurrency int, size int64) {
+	b.ReportAllocs()
+	b.SetBytes(size)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	b.ResetTimer()
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				resp, err := client.Get(fmt.Sprintf("%s/u/%d", base, i))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "urls/s")
+}
+
+var benchModes = []string{"direct", "prefix=-", "workers=1", "workers=2", "workers=4"}
