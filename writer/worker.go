@@ -176,10 +176,12 @@ func (w *worker) handle(c *Capture) {
 	}
 	// A capture as large as a file goes into a file of its own.
 	if wf.captures > 0 && rawSize(c) >= w.p.opts.RolloverSize {
-		if !w.closeFile(wf) {
-			w.requeue(c)
+		if err := wf.out.Flush(); err != nil {
+			w.failed(wf, err, c)
 			return
 		}
+		w.ack(wf)
+		w.finish(wf, false)
 		if wf, err = w.file(prefix); err != nil {
 			w.failed(nil, err, c)
 			return
@@ -460,7 +462,9 @@ func (w *worker) closeFile(wf *warcFile) bool {
 		return false
 	}
 	w.ack(wf)
-	w.finish(wf, false)
+	// A file whose only capture could not be read holds just its
+	// warcinfo: not worth keeping.
+	w.finish(wf, wf.acked == 0)
 	return true
 }
 

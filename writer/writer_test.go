@@ -823,3 +823,19 @@ func TestFilesLeftOpen(t *testing.T) {
 		})
 	}
 }
+
+func TestFileWithoutCapturesIsRemoved(t *testing.T) {
+	p, dir := newPool(t, Options{Gzip: true, Workers: 1})
+	tr := newTracker()
+	bad := makeCapture(t, captureSpec{uri: "http://example.org/bad", bodySize: 10}, tr)
+	bad.Records[0].Block = errReaderAt{}
+	enqueueAll(t, p, bad)
+	closePool(t, p)
+	tr.wg.Wait()
+	require.ErrorContains(t, tr.done["http://example.org/bad"][0], "spool gone")
+	require.Empty(t, dirNames(t, dir))
+	s := p.Stats()
+	require.Zero(t, s.FilesClosed)
+	require.Zero(t, s.FilesOpen)
+	require.Zero(t, s.BytesWritten)
+}
