@@ -1,0 +1,177 @@
+package proxy_test
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+)
+
+// TestStaleUpstreamConnection: an origin that closes idle keep-alive
+// connections quickly must not turn the next request into a 502.
+func TestStaleUpstreamConnection(t *testing.T) {
+	origin := httptest.NewUnstartedServer(echoOrigin())
+	origin.Config.IdleTimeout = 50 * time.Millisecond
+	origin.Start()
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	client := p.Client()
+	for i := range 4 {
+		resp, err := client.Get(fmt.Sprintf("%s/stale/%d", origin.URL, i))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode, "request %d", i)
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.Stop()
+	require.Len(t, byType(t, warccheck.Dir(t, p.Dir), "response"), 4)
+}
+
+// TestNotArchived: --prefix - proxies without writing WARCs, and
+// --method-filter archives only the listed methods.
+func TestNotArchived(t *testing.T) {
+	origin := httptest.NewServer(echoOrigin())
+	defer origin.Close()
+
+	p := proxytest.Start(t, func(c *config.Config) { c.Prefix = "-" })
+	resp, err := p.Client().Get(origin.URL + "/x")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, `GET /x body="" te=[]`, string(body))
+	p.Stop()
+	files, _ := os.ReadDir(p.Dir)
+	for _, f := range files {
+		require.False(t, strings.Contains(f.Name(), ".warc"), "no WARC with --prefix -: %s", f.Name())
+	}
+
+	p = proxytest.Start(t, func(c *config.Config) { c.MethodFilter = []string{"POST"} })
+	client := p.Client()
+	resp, err = client.Get(origin.URL + "/get")
+	require.NoError(t, err)
+	resp.Body.Close()
+	resp, err = client.Post(origin.URL+"/post", "text/plain", strings.NewReader("x"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	p.Stop()
+	res := byType(t, warccheck.Dir(t, p.Dir), "response")
+	require.Len(t, res, 1)
+	require.Contains(t, res, origin.URL+"/post")
+}
+
+// TestExpectContinueRefused: the origin answers a final status instead of
+// 100 Continue; the client gets it and the body is never sent upstream.
+func TestExpectContinueRefused(t *testing.T) {
+	// An origin that answers right after the request head.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		_, _ = io.WriteString(c, "HTTP/1.1 417 Expectation Failed\r\nContent-Length: 2\r\n\r\nno")
+		_ = c.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+		m, _ := c.Read(buf[n:])
+		got <- string(buf[:n+m])
+	}()
+	p := proxytest.Start(t, nil)
+	client := p.Client()
+	client.Transport.(*http.Transport).ExpectContinueTimeout = 5 * time.Second
+	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/upload", strings.NewReader("secret body"))
+	req.Header.Set("Expect", "100-continue")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 417, resp.StatusCode)
+	require.Equal(t, "no", string(body))
+	require.NotContains(t, <-got, "secret body", "the body is not sent after a final answer")
+	p.Stop()
+	reqs := byType(t, warccheck.Dir(t, p.Dir), "request")
+	rec := reqs["http://"+ln.Addr().String()+"/upload"]
+	require.Contains(t, string(rec.Block), "Expect: 100-continue")
+	require.NotContains(t, string(rec.Block), "secret body", "the request record holds what was sent")
+}
+
+// TestSlowClientsTimedOut: request headers must arrive within
+// --header-timeout, on plain connections and inside MITM tunnels.
+func TestSlowClientsTimedOut(t *testing.T) {
+	p := proxytest.Start(t, func(c *config.Config) { c.HeaderTimeout = 300 * time.Millisecond })
+	origin := httptest.NewTLSServer(echoOrigin())
+	defer origin.Close()
+
+	plain, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer plain.Close()
+	_, _ = io.WriteString(plain, "GET http://127.0.0.1/ HTTP/1.1\r\nHost: 1")
+	start := time.Now()
+	_ = plain.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(plain)
+	require.NoError(t, err, "the proxy closes the connection")
+	require.Less(t, time.Since(start), 4*time.Second)
+
+	tunnel, err := dialConnect(t.Context(), p.URL.Host, strings.TrimPrefix(origin.URL, "https://"))
+	require.NoError(t, err)
+	defer tunnel.Close()
+	tc := tls.Client(tunnel, &tls.Config{RootCAs: p.CAPool, ServerName: "127.0.0.1"})
+	require.NoError(t, tc.Handshake())
+	_, _ = io.WriteString(tc, "GET / HTTP/1.1\r\nHost: 1")
+	start = time.Now()
+	_ = tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.ReadAll(tc)
+	require.Less(t, time.Since(start), 4*time.Second, "closed inside the tunnel too")
+
+	// A tunnel whose client never starts TLS nor HTTP is closed as well.
+	idle, err := dialConnect(t.Context(), p.URL.Host, strings.TrimPrefix(origin.URL, "https://"))
+	require.NoError(t, err)
+	defer idle.Close()
+	start = time.Now()
+	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.ReadAll(idle)
+	require.Less(t, time.Since(start), 4*time.Second)
+}
+
+// TestMalformedRequests get a 400, and the proxy keeps serving.
+func TestMalformedRequests(t *testing.T) {
+	origin := httptest.NewServer(echoOrigin())
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	for _, raw := range []string{
+		"GARBAGE\r\n\r\n",
+		"GET http://127.0.0.1/ HTTP/1.1\r\nBad Header Line\r\n\r\n",
+		"GET ftp://example.org/ HTTP/1.1\r\nHost: example.org\r\n\r\n",
+		"GET http:/// HTTP/1.1\r\nHost: \r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", p.URL.Host)
+		require.NoError(t, err)
+		_, _ = io.WriteString(c, raw)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufioReader(c), nil)
+		require.NoError(t, err, "%q", raw)
+		require.Equal(t, 400, resp.StatusCode, "%q", raw)
+		c.Close()
+	}
+	resp, err := p.Client().Get(origin.URL + "/ok")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+}
