@@ -580,9 +580,10 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 		s.logger.Error("capture not archived", "url", ex.targetURI, "err", err)
 		return false
 	}
-	// Wait for room however long it takes (back-pressure); only a forced
-	// shutdown gives up.
-	if err := s.opts.Queue.Enqueue(s.baseCtx, capture); err != nil {
+	// Wait for room however long it takes (back-pressure), even during a
+	// forced shutdown: what was read is still written, marked truncated.
+	// Only a pool that is closed refuses.
+	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
 		s.captureErrors.Add(1)
 		s.logger.Error("capture not archived: writer queue refused it", "url", ex.targetURI, "err", err)
 		return false
