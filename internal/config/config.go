@@ -1,0 +1,268 @@
+// Package config reads warcproxy's settings from the command line and an
+// optional YAML file.
+//
+// Flags keep warcprox's names and short aliases (-p, -d, -z, --size,
+// --max-threads, ...) so its command lines run unchanged. A setting's YAML
+// key is its long flag name. Precedence, lowest first: Default(), the file
+// named by --config.file, flags given on the command line.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/warcproxy/warcproxy/internal/digest"
+)
+
+// Config holds every setting of a warcproxy process. Sizes are in bytes.
+// The comments name the flag; see Usage or docs/configuration.md for what
+// each one means.
+type Config struct {
+	Address      string // --address, -b
+	Port         int    // --port, -p; 0 picks a free port
+	Dir          string // --dir, -d
+	Prefix       string // --prefix, -n; "-" proxies without archiving
+	WARCFilename string // --warc-filename, without extension
+
+	Gzip            bool   // --gzip, -z
+	GzipLevel       int    // --gzip-level; 0 is the library default
+	WARCVersion     string // --warc-version: "1.0" or "1.1"
+	DigestAlgorithm string // --digest-algorithm, -g: "sha1" or "sha256"
+	Base32          bool   // --base32
+
+	CACert   string // --cacert, -c
+	CertsDir string // --certs-dir; empty keeps leaf certificates in memory
+
+	MaxConns        int           // --max-conns, --max-threads
+	ConnWaitTimeout time.Duration // --conn-wait-timeout
+	IdleTimeout     time.Duration // --idle-timeout
+	HeaderTimeout   time.Duration // --header-timeout
+	MaxHeaderBytes  int64         // --max-header-bytes
+
+	WriterWorkers    int           // --writer-workers, --writer-threads
+	QueueSize        int           // --queue-size
+	QueueFullTimeout time.Duration // --queue-full-timeout
+
+	RolloverSize     int64         // --rollover-size, -s, --size
+	RolloverIdleTime time.Duration // --rollover-idle-time; 0 never
+
+	TmpFileMaxMemory int64  // --tmp-file-max-memory
+	TmpDir           string // --tmp-dir; empty means inside Dir
+	SpoolMemory      int64  // --spool-memory
+	MaxResourceSize  int64  // --max-resource-size; 0 unlimited
+
+	SocketTimeout     time.Duration // --socket-timeout
+	MethodFilter      []string      // --method-filter, in capitals; empty archives every method
+	VerifyUpstreamTLS bool          // --verify-upstream-tls
+
+	ShutdownTimeout time.Duration // --shutdown-timeout
+
+	LogLevel  string // --log-level: debug|info|warn|error
+	LogFormat string // --log-format: text|json
+
+	ConfigFile  string // --config.file; the YAML file read, if any
+	ShowVersion bool   // --version; Parse skips the file and Validate
+}
+
+// Default returns the settings used when neither a flag nor the config file
+// gives one.
+func Default() Config {
+	return Config{
+		Address:      "127.0.0.1",
+		Port:         8000,
+		Dir:          "./warcs",
+		Prefix:       "WARCPROX",
+		WARCFilename: "{prefix}-{timestamp17}-{serialno}-{randomtoken}",
+
+		Gzip:            true,
+		WARCVersion:     "1.0",
+		DigestAlgorithm: "sha1",
+		Base32:          true,
+
+		CACert: "./warcproxy-ca.pem",
+
+		MaxConns:        1000,
+		ConnWaitTimeout: 30 * time.Second,
+		IdleTimeout:     2 * time.Minute,
+		HeaderTimeout:   30 * time.Second,
+		MaxHeaderBytes:  4 << 20,
+
+		WriterWorkers:    2,
+		QueueSize:        1000,
+		QueueFullTimeout: 10 * time.Second,
+
+		RolloverSize: 1_000_000_000,
+
+		TmpFileMaxMemory: 512 << 10,
+		SpoolMemory:      64 << 20,
+
+		SocketTimeout:   60 * time.Second,
+		ShutdownTimeout: 30 * time.Second,
+
+		LogLevel:  "info",
+		LogFormat: "text",
+	}
+}
+
+// Choices of the enumerated settings.
+var (
+	warcVersions = []string{"1.0", "1.1"}
+	digestAlgs   = []string{string(digest.SHA1), string(digest.SHA256)}
+	logLevels    = []string{"debug", "info", "warn", "error"}
+	logFormats   = []string{"text", "json"}
+)
+
+// filenamePlaceholders are the names a --warc-filename template may use.
+var filenamePlaceholders = []string{
+	"prefix", "timestamp14", "timestamp17", "serialno", "randomtoken",
+	"hostname", "shorthostname", "port",
+}
+
+// Validate reports every setting out of its range, each problem on its own
+// line naming the flag. Parse calls it; call it yourself on a Config built in
+// code.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+	positive := func(flag string, d time.Duration) {
+		if d <= 0 {
+			bad(flag, "must be more than 0, got %s", formatDuration(d))
+		}
+	}
+	notNegative := func(flag string, n int64) {
+		if n < 0 {
+			bad(flag, "must not be negative, got %d", n)
+		}
+	}
+	atLeastOne := func(flag string, n int) {
+		if n < 1 {
+			bad(flag, "must be at least 1, got %d", n)
+		}
+	}
+	oneOf := func(flag, v string, choices []string) {
+		if !slices.Contains(choices, v) {
+			bad(flag, "%q is not one of %s", v, strings.Join(choices, ", "))
+		}
+	}
+
+	if host, _, err := net.SplitHostPort(c.Address); err == nil {
+		bad("address", "%q includes a port; give the host only (%q) and the port with --port", c.Address, host)
+	} else if strings.HasPrefix(c.Address, "[") {
+		bad("address", "%q: write an IPv6 address without brackets", c.Address)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		bad("port", "must be between 0 and 65535, got %d", c.Port)
+	}
+	if c.Dir == "" {
+		bad("dir", "must not be empty")
+	}
+	switch {
+	case c.Prefix == "":
+		bad("prefix", "must not be empty (use - to proxy without archiving)")
+	case c.Prefix != "-" && strings.ContainsAny(c.Prefix, "/\\\x00"):
+		bad("prefix", "%q must not contain / or \\ (it becomes part of a file name)", c.Prefix)
+	}
+	if err := checkFilenameTemplate(c.WARCFilename); err != nil {
+		bad("warc-filename", "%v", err)
+	}
+	if c.GzipLevel < 0 || c.GzipLevel > 9 {
+		bad("gzip-level", "must be between 1 and 9, or 0 for the default, got %d", c.GzipLevel)
+	}
+	oneOf("warc-version", c.WARCVersion, warcVersions)
+	if _, err := digest.Parse(c.DigestAlgorithm); err != nil {
+		bad("digest-algorithm", "%q is not one of %s", c.DigestAlgorithm, strings.Join(digestAlgs, ", "))
+	}
+	if c.CACert == "" {
+		bad("cacert", "must not be empty")
+	}
+
+	atLeastOne("max-conns", c.MaxConns)
+	positive("conn-wait-timeout", c.ConnWaitTimeout)
+	positive("idle-timeout", c.IdleTimeout)
+	positive("header-timeout", c.HeaderTimeout)
+	if c.MaxHeaderBytes <= 0 {
+		bad("max-header-bytes", "must be more than 0, got %d", c.MaxHeaderBytes)
+	}
+
+	atLeastOne("writer-workers", c.WriterWorkers)
+	atLeastOne("queue-size", c.QueueSize)
+	positive("queue-full-timeout", c.QueueFullTimeout)
+
+	if c.RolloverSize <= 0 {
+		bad("rollover-size", "must be more than 0, got %d", c.RolloverSize)
+	}
+	if c.RolloverIdleTime < 0 {
+		bad("rollover-idle-time", "must not be negative (0 turns it off), got %s", c.RolloverIdleTime)
+	}
+
+	notNegative("tmp-file-max-memory", c.TmpFileMaxMemory)
+	notNegative("spool-memory", c.SpoolMemory)
+	notNegative("max-resource-size", c.MaxResourceSize)
+
+	positive("socket-timeout", c.SocketTimeout)
+	for _, m := range c.MethodFilter {
+		if !isToken(m) {
+			bad("method-filter", "%q is not an HTTP method (give one method per flag: --method-filter GET --method-filter POST)", m)
+		}
+	}
+	positive("shutdown-timeout", c.ShutdownTimeout)
+
+	oneOf("log-level", c.LogLevel, logLevels)
+	oneOf("log-format", c.LogFormat, logFormats)
+	return errors.Join(errs...)
+}
+
+// checkFilenameTemplate accepts what the writer expands: Python str.format
+// syntax as in warcprox, "{name}" with a known name, "{{" and "}}" for
+// literal braces. The text must not make a path.
+func checkFilenameTemplate(t string) error {
+	if t == "" {
+		return errors.New("must not be empty")
+	}
+	if strings.ContainsAny(t, "/\\\x00") {
+		return fmt.Errorf("%q must not contain / or \\ (it is a file name, see --dir)", t)
+	}
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case (c == '{' || c == '}') && i+1 < len(t) && t[i+1] == c:
+			i++
+		case c == '{':
+			end := strings.IndexByte(t[i:], '}')
+			if end < 0 {
+				return fmt.Errorf("%q: unclosed { (write {{ for a literal brace)", t)
+			}
+			name := t[i+1 : i+end]
+			if !slices.Contains(filenamePlaceholders, name) {
+				return fmt.Errorf("%q: unknown placeholder {%s} (want one of {%s})", t, name, strings.Join(filenamePlaceholders, "} {"))
+			}
+			i += end
+		case c == '}':
+			return fmt.Errorf("%q: single } (write }} for a literal brace)", t)
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), the
+// syntax of a method.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}

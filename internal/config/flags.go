@@ -1,0 +1,253 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// option is one setting: its flag names, its YAML key and its help. The
+// table built by options is the single list that the flag set, the config
+// file, Usage and the documentation tests read.
+type option struct {
+	name    string   // long flag name; also the YAML key when inFile
+	aliases []string // other names, mostly warcprox's ("p", "max-threads")
+	metavar string   // shown after the names in Usage; "" for booleans
+	help    string
+	value   flag.Value
+	inFile  bool // settable in the config file
+}
+
+// group is a heading of Usage and the options under it.
+type group struct {
+	title   string
+	options []*option
+}
+
+// logShorthands are warcprox's logging switches, kept out of Config.
+type logShorthands struct{ verbose, quiet, trace bool }
+
+// groups binds every option to a field of c (or of sh) and returns them in
+// the order Usage prints them.
+func groups(c *Config, sh *logShorthands) []group {
+	return []group{
+		{"Listener", []*option{
+			{name: "address", aliases: []string{"b"}, metavar: "host", inFile: true, value: stringValue{&c.Address},
+				help: `Address to listen on; "" or 0.0.0.0 listens on every interface.`},
+			{name: "port", aliases: []string{"p"}, metavar: "int", inFile: true, value: intValue{&c.Port},
+				help: "Port to listen on; 0 picks a free one."},
+		}},
+		{"WARC files", []*option{
+			{name: "dir", aliases: []string{"d"}, metavar: "dir", inFile: true, value: stringValue{&c.Dir},
+				help: "Directory the WARC files are written to; created if missing."},
+			{name: "prefix", aliases: []string{"n"}, metavar: "string", inFile: true, value: stringValue{&c.Prefix},
+				help: "WARC file name prefix, the {prefix} of --warc-filename. As in warcprox, - proxies without archiving, except requests whose Warcprox-Meta header names a warc-prefix."},
+			{name: "warc-filename", metavar: "template", inFile: true, value: stringValue{&c.WARCFilename},
+				help: "WARC file name without its extension (.warc.gz or .warc is added). Placeholders: " +
+					"{prefix} {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname} {shorthostname} {port}; " +
+					"{{ and }} stand for literal braces."},
+			{name: "gzip", aliases: []string{"z"}, inFile: true, value: boolValue{&c.Gzip},
+				help: "Compress each record as its own gzip member (.warc.gz). On by default; -z is accepted as in warcprox, and --gzip=false writes plain .warc files."},
+			{name: "gzip-level", metavar: "int", inFile: true, value: intValue{&c.GzipLevel},
+				help: "gzip level from 1 (fastest) to 9 (smallest); 0 uses the compression library's default."},
+			{name: "warc-version", metavar: "version", inFile: true, value: enumValue{&c.WARCVersion, warcVersions},
+				help: "WARC version of the records written: 1.0 or 1.1."},
+			{name: "digest-algorithm", aliases: []string{"g"}, metavar: "name", inFile: true, value: enumValue{&c.DigestAlgorithm, digestAlgs},
+				help: "Algorithm of WARC-Block-Digest and WARC-Payload-Digest: sha1 or sha256."},
+			{name: "base32", inFile: true, value: boolValue{&c.Base32},
+				help: "Write digests in base32 (sha1:2Z4...), as most web archives do; --base32=false writes hex."},
+			{name: "rollover-size", aliases: []string{"s", "size"}, metavar: "size", inFile: true, value: sizeValue{&c.RolloverSize},
+				help: "Start a new WARC file once the current one reaches this size. Records are never split, so a file can pass it by one record."},
+			{name: "rollover-idle-time", metavar: "duration", inFile: true, value: durationValue{&c.RolloverIdleTime},
+				help: "Close a WARC file after this long without writes, so an idle proxy does not keep it open; 0 never does."},
+			{name: "method-filter", metavar: "method", inFile: true, value: newListValue(&c.MethodFilter, true),
+				help: "Archive only requests with this HTTP method (any case: get means GET); repeat the flag for more methods. Other requests are still proxied. By default every method is archived."},
+			{name: "max-resource-size", metavar: "size", inFile: true, value: sizeValue{&c.MaxResourceSize},
+				help: "Longest response recorded; past it the record is cut short and marked WARC-Truncated: length. 0 means no limit."},
+		}},
+		{"TLS", []*option{
+			{name: "cacert", aliases: []string{"c"}, metavar: "file", inFile: true, value: stringValue{&c.CACert},
+				help: "PEM file with the CA certificate and key that sign the certificates of intercepted HTTPS sites; created if missing. A copy without the key, for clients to trust, is written beside it with the extension .crt."},
+			{name: "certs-dir", metavar: "dir", inFile: true, value: stringValue{&c.CertsDir},
+				help: "Directory that keeps generated site certificates across restarts; empty keeps them in memory only."},
+			{name: "verify-upstream-tls", inFile: true, value: boolValue{&c.VerifyUpstreamTLS},
+				help: "Verify the certificates of upstream servers. Off by default, so an archive records what a site serves even when its certificate is bad."},
+		}},
+		{"Connections and timeouts", []*option{
+			{name: "max-conns", aliases: []string{"max-threads"}, metavar: "int", inFile: true, value: intValue{&c.MaxConns},
+				help: "Client connections served at once; more wait for a free slot."},
+			{name: "conn-wait-timeout", metavar: "duration", inFile: true, value: durationValue{&c.ConnWaitTimeout},
+				help: "How long a connection waits for a slot when --max-conns are busy before it is answered 503."},
+			{name: "idle-timeout", metavar: "duration", inFile: true, value: durationValue{&c.IdleTimeout},
+				help: "Close a client keep-alive connection idle this long; until then it holds its slot."},
+			{name: "header-timeout", metavar: "duration", inFile: true, value: durationValue{&c.HeaderTimeout},
+				help: "Time a client has to send a request's headers."},
+			{name: "max-header-bytes", metavar: "size", inFile: true, value: sizeValue{&c.MaxHeaderBytes},
+				help: "Largest request header accepted; a larger one is answered 431."},
+			{name: "socket-timeout", metavar: "duration", inFile: true, value: durationValue{&c.SocketTimeout},
+				help: "Timeout for connecting to an upstream server and for each read or write on the connection."},
+			{name: "shutdown-timeout", metavar: "duration", inFile: true, value: durationValue{&c.ShutdownTimeout},
+				help: "On SIGTERM, how long to wait for exchanges in flight and queued captures to be written before closing files and exiting anyway."},
+		}},
+		{"Writers, queue and memory", []*option{
+			{name: "writer-workers", aliases: []string{"writer-threads"}, metavar: "int", inFile: true, value: intValue{&c.WriterWorkers},
+				help: "Goroutines writing WARC records, each to its own file."},
+			{name: "queue-size", metavar: "int", inFile: true, value: intValue{&c.QueueSize},
+				help: "Captures waiting for a writer. When it is full, connections with a capture to add wait; nothing is dropped."},
+			{name: "queue-full-timeout", metavar: "duration", inFile: true, value: durationValue{&c.QueueFullTimeout},
+				help: "Once the queue has been full this long, new requests are answered 503 before anything is fetched."},
+			{name: "tmp-file-max-memory", aliases: []string{"tmp-file-max-memory-size"}, metavar: "size", inFile: true, value: sizeValue{&c.TmpFileMaxMemory},
+				help: "Bytes of one capture kept in memory; the rest goes to a temporary file."},
+			{name: "tmp-dir", metavar: "dir", inFile: true, value: stringValue{&c.TmpDir},
+				help: "Directory for temporary files; empty means inside --dir."},
+			{name: "spool-memory", metavar: "size", inFile: true, value: sizeValue{&c.SpoolMemory},
+				help: "Memory for captures across all connections and the queue; once it is used up, new captures go to temporary files from their first byte."},
+		}},
+		{"Logging", []*option{
+			{name: "log-level", metavar: "level", inFile: true, value: enumValue{&c.LogLevel, logLevels},
+				help: "Least severe level logged: debug, info, warn or error."},
+			{name: "log-format", metavar: "format", inFile: true, value: enumValue{&c.LogFormat, logFormats},
+				help: "Log line format: text (key=value) or json."},
+			{name: "verbose", aliases: []string{"v"}, value: boolValue{&sh.verbose},
+				help: "Same as --log-level debug (warcprox)."},
+			{name: "quiet", aliases: []string{"q"}, value: boolValue{&sh.quiet},
+				help: "Same as --log-level warn (warcprox)."},
+			{name: "trace", value: boolValue{&sh.trace},
+				help: "Same as --log-level debug (warcprox's trace level). When several of -v, -q and --trace are given, the most verbose wins."},
+		}},
+		{"General", []*option{
+			{name: "config.file", metavar: "file", value: stringValue{&c.ConfigFile},
+				help: "YAML file of settings keyed by long flag names (see configs/warcproxy.example.yaml). Flags on the command line override it."},
+			{name: "version", value: boolValue{&c.ShowVersion},
+				help: "Print the version and exit."},
+		}},
+	}
+}
+
+// flagSet defines every option's names on a FlagSet that reports errors
+// to the caller instead of printing them. byName maps each name to its option.
+func flagSet(gs []group) (*flag.FlagSet, map[string]*option) {
+	fs := flag.NewFlagSet("warcproxy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	byName := make(map[string]*option)
+	for _, g := range gs {
+		for _, o := range g.options {
+			for _, n := range append([]string{o.name}, o.aliases...) {
+				fs.Var(o.value, n, o.help)
+				byName[n] = o
+			}
+		}
+	}
+	return fs, byName
+}
+
+// Parse reads the settings from args (without the program name) and the
+// config file they name, then validates them. For -h or --help it prints
+// Usage to out and returns flag.ErrHelp. With --version it returns at once
+// with ShowVersion set, without reading the file or validating. Any other
+// error is a usage error naming the flag or key at fault.
+func Parse(args []string, out io.Writer) (Config, error) {
+	return parse(args, out, os.ReadFile)
+}
+
+func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) (Config, error) {
+	c := Default()
+	var sh logShorthands
+	gs := groups(&c, &sh)
+	fs, byName := flagSet(gs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			if out != nil {
+				Usage(out)
+			}
+			return Config{}, flag.ErrHelp
+		}
+		return Config{}, explainUndefined(err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, unexpectedArg(args, fs.Args(), byName)
+	}
+	if c.ShowVersion {
+		return c, nil
+	}
+
+	// Keys given on the command line, which the file must not override.
+	onCommandLine := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { onCommandLine[byName[f.Name].name] = true })
+	if sh.verbose || sh.quiet || sh.trace {
+		if onCommandLine["log-level"] {
+			return Config{}, errors.New("--log-level cannot be combined with -v/--verbose, -q/--quiet or --trace; give one of them")
+		}
+		onCommandLine["log-level"] = true
+	}
+
+	if c.ConfigFile != "" {
+		data, err := readFile(c.ConfigFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("--config.file: %w", err)
+		}
+		// Every value in the file must parse, even one a flag overrides, so
+		// a broken file is noticed before it is used without the flag.
+		err = applyFile(data, groups(new(Config), new(logShorthands)), nil)
+		if err == nil {
+			err = applyFile(data, gs, onCommandLine)
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", c.ConfigFile, err)
+		}
+	}
+
+	// warcprox's order: --trace, then --verbose, then --quiet.
+	switch {
+	case sh.trace, sh.verbose:
+		c.LogLevel = "debug"
+	case sh.quiet:
+		c.LogLevel = "warn"
+	}
+
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// unexpectedArg explains the first positional argument: warcproxy takes
+// none, and the usual cause is a boolean flag given a separate value.
+func unexpectedArg(args, rest []string, byName map[string]*option) error {
+	err := fmt.Errorf("unexpected argument %q (warcproxy takes only flags)", rest[0])
+	if i := len(args) - len(rest) - 1; i >= 0 {
+		prev := strings.TrimLeft(args[i], "-")
+		if o, ok := byName[prev]; ok && o.metavar == "" && !strings.Contains(args[i], "=") {
+			err = fmt.Errorf("unexpected argument %q: boolean flags take their value after =, as in %s=%s", rest[0], args[i], rest[0])
+		}
+	}
+	return err
+}
+
+// warcproxOnly are warcprox options warcproxy does not have (databases,
+// playback, plugins, Kafka, Tor, profiling).
+var warcproxOnly = map[string]bool{
+	"stats-db-file": true, "rethinkdb-stats-url": true, "P": true, "playback-port": true,
+	"playback-index-db-file": true, "j": true, "dedup-db-file": true, "rethinkdb-dedup-url": true,
+	"rethinkdb-big-table-url": true, "rethinkdb-trough-db-url": true, "cdxserver-dedup": true,
+	"cdxserver-dedup-cookies": true, "rethinkdb-services-url": true, "dedup-min-text-size": true,
+	"dedup-min-binary-size": true, "dedup-only-with-bucket": true, "blackout-period": true,
+	"rethinkdb-servers": true, "rethinkdb-db": true, "rethinkdb-big-table": true,
+	"kafka-broker-list": true, "kafka-capture-feed-topic": true, "onion-tor-socks-proxy": true,
+	"crawl-log-dir": true, "plugin": true, "profile": true, "no-warc-open-suffix": true,
+}
+
+// explainUndefined adds to the flag package's "flag provided but not
+// defined" that the flag is a warcprox one warcproxy lacks, when it is.
+func explainUndefined(err error) error {
+	const undefined = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(err.Error(), undefined)
+	if ok && warcproxOnly[name] {
+		return fmt.Errorf("%w (a warcprox option that warcproxy does not support; see docs/configuration.md)", err)
+	}
+	return err
+}
