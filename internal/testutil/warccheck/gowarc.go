@@ -47,6 +47,22 @@ func gowarcOptions() []gowarc.WarcRecordOption {
 	}
 }
 
+// unmarshalers holds every gowarc Unmarshaler this package uses, made when
+// the package initialises. Making one later is a data race: each gowarc
+// options constructor writes uuid's package-level poolEnabled
+// (uuid.EnableRandPool), which every uuid.New reads, so a reader made while
+// a writer under test generates record ids, or two made by parallel tests,
+// trip the race detector. An Unmarshaler keeps per-record state, so each is
+// used by one file at a time; more concurrent files than this wait.
+var unmarshalers = func() chan gowarc.Unmarshaler {
+	const n = 16
+	c := make(chan gowarc.Unmarshaler, n)
+	for range n {
+		c <- gowarc.NewUnmarshaler(gowarcOptions()...)
+	}
+	return c
+}()
+
 // maxHeaderPeek bounds the WARC header this package reads for
 // Record.Header; it is also the size of the buffered readers.
 const maxHeaderPeek = 1 << 20
@@ -55,20 +71,32 @@ const maxHeaderPeek = 1 << 20
 // by path. Problems are reported to r. With allowOpen false a name ending
 // in .open is a problem too (the file is still read).
 func checkGowarc(r *reporter, paths []string, allowOpen bool) map[string][]Record {
+	out, _ := checkGowarcFiles(r, paths, allowOpen)
+	return out
+}
+
+// checkGowarcFiles is checkGowarc that also tells which files had problems.
+func checkGowarcFiles(r *reporter, paths []string, allowOpen bool) (recs map[string][]Record, failed map[string]bool) {
 	r.t.Helper()
 	out := make(map[string][]Record, len(paths))
+	failed = make(map[string]bool)
 	for _, p := range paths {
-		fr := &fileReader{path: p, name: filepath.Base(p), u: gowarc.NewUnmarshaler(gowarcOptions()...)}
+		fr := &fileReader{path: p, name: filepath.Base(p)}
 		if !allowOpen && strings.HasSuffix(p, ".open") {
 			fr.problemf("file is still open (name ends in .open): it was not closed and renamed")
 		}
-		fr.read()
+		func() {
+			fr.u = <-unmarshalers
+			defer func() { unmarshalers <- fr.u }()
+			fr.read()
+		}()
 		for _, msg := range fr.problems {
 			r.errorf("%s", msg)
 		}
 		out[p] = fr.records
+		failed[p] = len(fr.problems) > 0
 	}
-	return out
+	return out, failed
 }
 
 // fileReader reads one file.
@@ -173,7 +201,7 @@ func (fr *fileReader) readGzip(br *bufio.Reader, cr *countingReader) {
 		}
 		zr.Multistream(false)
 		mb.Reset(zr)
-		n := 0
+		n, parsed := 0, 0 // records tried and read in this member
 		for {
 			if _, err := mb.Peek(1); err != nil {
 				if !errors.Is(err, io.EOF) {
@@ -186,12 +214,15 @@ func (fr *fileReader) readGzip(br *bufio.Reader, cr *countingReader) {
 			if !fr.readRecord(mb, off) {
 				break
 			}
+			parsed++
 		}
 		switch {
 		case n == 0:
 			fr.problemf("gzip member at offset %d is empty", off)
-		case n > 1:
+		case n > 1 && parsed == n:
 			fr.problemf("gzip member at offset %d holds %d records: every record must be its own gzip member", off, n)
+		case n > 1:
+			fr.problemf("gzip member at offset %d has bytes after its first record: every record must be its own gzip member", off)
 		}
 		// Read the member to its end, which checks its CRC and length.
 		if _, err := io.Copy(io.Discard, mb); err != nil {
@@ -298,7 +329,8 @@ func checkChunkedPayload(rec gowarc.WarcRecord) string {
 	br := bufio.NewReader(body)
 	if _, err := br.Peek(1); err == nil { // an empty body (HEAD, 304) has no chunks
 		_, err = io.Copy(h, httputil.NewChunkedReader(br))
-		if err != nil && !(errors.Is(err, io.ErrUnexpectedEOF) && rec.WarcHeader().Has(gowarc.WarcTruncated)) {
+		cutShort := errors.Is(err, io.ErrUnexpectedEOF) && rec.WarcHeader().Has(gowarc.WarcTruncated)
+		if err != nil && !cutShort {
 			return "de-chunking the HTTP body: " + err.Error()
 		}
 	}

@@ -98,12 +98,12 @@ func Files(t testing.TB, paths ...string) []Record {
 func check(t testing.TB, paths []string, allowOpen bool) ([]Record, int) {
 	t.Helper()
 	gr := &reporter{t: t, prefix: "warccheck (gowarc)"}
-	byFile := checkGowarc(gr, paths, allowOpen)
+	byFile, failed := checkGowarcFiles(gr, paths, allowOpen)
 	wr := &reporter{t: t, prefix: "warccheck (warcio.js)"}
 	files, ran := checkWarcio(wr, paths, allowOpen)
 	cr := &reporter{t: t, prefix: "warccheck (gowarc vs warcio.js)"}
 	if ran {
-		compare(cr, paths, byFile, files)
+		compare(cr, paths, byFile, failed, files)
 	}
 	var recs []Record
 	for _, p := range paths {
@@ -165,13 +165,18 @@ func scanDir(dir string) (warcs, otherOpen []string, err error) {
 	return warcs, otherOpen, nil
 }
 
-// compare reports where warcio.js and gowarc read a file differently.
-func compare(r *reporter, paths []string, byFile map[string][]Record, files map[string]warcioFile) {
+// compare reports where warcio.js and gowarc read a file differently. Files
+// that either reader found broken are skipped: their problems are reported
+// already, and a reader that stopped early disagrees on every count.
+func compare(r *reporter, paths []string, byFile map[string][]Record, failed map[string]bool, files map[string]warcioFile) {
 	r.t.Helper()
 	for _, p := range paths {
 		wf, ok := files[p]
 		if !ok {
 			r.errorf("%s: missing from verify.mjs output", p)
+			continue
+		}
+		if failed[p] || len(wf.Problems) > 0 {
 			continue
 		}
 		g := byFile[p]
