@@ -157,8 +157,12 @@ var (
 func gzipped(p []byte) []byte {
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
-	zw.Write(p)
-	zw.Close()
+	if _, err := zw.Write(p); err != nil {
+		panic(err) // a bytes.Buffer does not fail
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
 	return b.Bytes()
 }
 
@@ -245,7 +249,9 @@ func writeWARC(t *testing.T, path string, recs []record, groups []int) {
 		for _, n := range groups {
 			zw := gzip.NewWriter(&out)
 			for range n {
-				zw.Write(recs[i].bytes())
+				if _, err := zw.Write(recs[i].bytes()); err != nil {
+					t.Fatal(err)
+				}
 				i++
 			}
 			if err := zw.Close(); err != nil {
@@ -534,9 +540,7 @@ func TestRecordSplitOverMembers(t *testing.T) {
 			parts = [][]byte{b[:40], b[40:]}
 		}
 		for _, p := range parts {
-			zw := gzip.NewWriter(&out)
-			zw.Write(p)
-			zw.Close()
+			out.Write(gzipped(p))
 		}
 	}
 	path := filepath.Join(dir, "a.warc.gz")

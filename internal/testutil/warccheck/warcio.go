@@ -122,7 +122,8 @@ func checkWarcio(r *reporter, paths []string, allowOpen bool) (map[string]warcio
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	var exitErr *exec.ExitError
-	if runErr != nil && !(errors.As(runErr, &exitErr) && exitErr.ExitCode() == 1) {
+	foundProblems := errors.As(runErr, &exitErr) && exitErr.ExitCode() == 1
+	if runErr != nil && !foundProblems {
 		r.errorf("running %s: %v\nstderr:\n%s", script, runErr, stderr.String())
 		return nil, false
 	}
