@@ -1,0 +1,59 @@
+# warcproxy: build, run and check.
+#
+#   make build   bin/warcproxy, version from `git describe`
+#   make run     build, then proxy on 127.0.0.1:8000 writing into ./warcs
+#   make test    go vet, then every test with the race detector (what CI runs)
+#   make bench   benchmarks only
+#   make fuzz    every Fuzz target for FUZZTIME each
+#   make lint    go vet, golangci-lint and staticcheck (from tools/go.mod)
+#   make check   lint and test
+#
+# Tests that write WARCs also verify them with warcio.js; without
+# `npm ci --prefix internal/testutil/warcio` that half is skipped locally
+# (and fails under CI=true).
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO ?= go
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+FUZZTIME ?= 60s
+# The linters live in their own module so their dependencies stay out of
+# the product's go.mod.
+TOOL := $(GO) tool -modfile=tools/go.mod
+
+.PHONY: build run test bench fuzz lint check clean
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/warcproxy ./cmd/warcproxy
+
+run: build
+	./bin/warcproxy --address 127.0.0.1 --port 8000 --dir ./warcs
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# `go test -list` prints each package's matching names, then its "ok" line;
+# -fuzz takes one package and one target at a time.
+fuzz:
+	@targets="$$($(GO) test -list '^Fuzz' ./... | awk '$$1 ~ /^Fuzz/ { n[++c] = $$1; next } $$1 == "ok" { for (i = 1; i <= c; i++) print $$2, n[i]; c = 0 }')"; \
+	if [[ -z "$$targets" ]]; then echo "no fuzz targets"; exit 0; fi; \
+	while read -r pkg name; do \
+		echo "== $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done <<< "$$targets"
+
+lint:
+	$(GO) vet ./...
+	$(TOOL) golangci-lint run ./...
+	$(TOOL) staticcheck ./...
+
+check: lint test
+
+clean:
+	rm -rf bin
