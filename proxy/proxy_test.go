@@ -72,8 +72,8 @@ func TestMethodsAndStatuses(t *testing.T) {
 			}
 			pipeR, pipeW := io.Pipe()
 			go func() {
-				pipeW.Write([]byte("chunked "))
-				pipeW.Write([]byte("upload"))
+				_, _ = pipeW.Write([]byte("chunked "))
+				_, _ = pipeW.Write([]byte("upload"))
 				pipeW.Close()
 			}()
 			cases := []tc{

@@ -517,7 +517,6 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 	} else if limit > 0 {
 		limit++ // unknown length: one byte past the limit shows it is longer
 	}
-	clientOK := true
 	for {
 		p := *buf
 		if limit > 0 {
@@ -531,10 +530,9 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 			}
 		}
 		n, err := ex.payload.Read(p)
-		if n > 0 && clientOK {
+		if n > 0 {
 			if _, werr := w.Write(p[:n]); werr != nil {
 				// The client went away: keep what was read, stop fetching.
-				clientOK = false
 				ex.truncated = truncDisconnect
 				return true
 			}

@@ -63,7 +63,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	if s.opts.HeaderTimeout > 0 {
 		_ = conn.SetReadDeadline(time.Now().Add(s.opts.HeaderTimeout))
 	}
-	first, err := brw.Reader.Peek(1)
+	first, err := brw.Peek(1)
 	_ = conn.SetReadDeadline(time.Time{})
 	tc := &tunnelConn{Conn: conn, r: brw.Reader, tun: tun}
 	if err != nil {

@@ -251,7 +251,6 @@ type outbound struct {
 	expect bool      // wait for 100 Continue before sending the body
 	reqRec io.Writer // receives the request bytes as written (may be nil)
 	resRec io.Writer // receives the response bytes as read (may be nil)
-	resetR func()    // discards both recordings before a retry
 }
 
 // roundTrip writes the request and reads the final response head on c.

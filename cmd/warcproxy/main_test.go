@@ -71,7 +71,7 @@ func startMain(t *testing.T, args ...string) *proc {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
-			p.stderr.Write([]byte(line + "\n"))
+			_, _ = p.stderr.Write([]byte(line + "\n"))
 			if m := portRE.FindStringSubmatch(line); m != nil {
 				portc <- m[1]
 			}
@@ -83,7 +83,7 @@ func startMain(t *testing.T, args ...string) *proc {
 	case err := <-p.exited:
 		t.Fatalf("warcproxy exited at start: %v\n%s", err, p.stderr.String())
 	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		t.Fatalf("warcproxy did not start:\n%s", p.stderr.String())
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })

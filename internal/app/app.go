@@ -102,7 +102,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		Status:            a.status,
 	}, logger.With("component", "proxy"))
 	if err != nil {
-		a.closePool(context.Background())
+		_ = a.closePool(context.Background())
 		ln.Close()
 		return nil, err
 	}
