@@ -175,3 +175,24 @@ func TestMalformedRequests(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 }
+
+// TestHTTP10ClientWithoutHost: inside a tunnel an HTTP/1.0 client may omit
+// Host; the origin still gets one, naming the CONNECT target.
+func TestHTTP10ClientWithoutHost(t *testing.T) {
+	origin := newRawOrigin(t, false, map[string]rawResponse{
+		"/old": {final: "HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nold"},
+	})
+	p := proxytest.Start(t, nil)
+	c, err := dialConnect(t.Context(), p.URL.Host, origin.addr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /old HTTP/1.0\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufioReader(c), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, "old", string(body))
+	origin.mu.Lock()
+	require.Contains(t, string(origin.requests[0]), "Host: "+origin.addr()+"\r\n")
+	origin.mu.Unlock()
+}

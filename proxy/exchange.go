@@ -195,12 +195,14 @@ func isUpgrade(h http.Header) bool {
 }
 
 // requestHead serializes the request line and headers sent upstream.
-func requestHead(b []byte, r *http.Request, requestURI string, upgrade bool, hasBody bool) []byte {
+// host is the Host header to send (the client's, or the target's when an
+// HTTP/1.0 client sent none).
+func requestHead(b []byte, r *http.Request, host, requestURI string, upgrade bool, hasBody bool) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = append(b, requestURI...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, r.Host...)
+	b = append(b, host...)
 	b = append(b, "\r\n"...)
 	conn := connectionTokens(r.Header)
 	keys := make([]string, 0, len(r.Header))

@@ -227,15 +227,20 @@ type target struct {
 	tun        *tunnel
 }
 
-func (t *target) uri() string {
+// authority is host[:port], without the scheme's default port.
+func (t *target) authority() string {
 	h := t.hostport
 	if (t.scheme == "http" && strings.HasSuffix(h, ":80")) || (t.scheme == "https" && strings.HasSuffix(h, ":443")) {
 		h = h[:strings.LastIndexByte(h, ':')]
 	}
+	return h
+}
+
+func (t *target) uri() string {
 	if t.requestURI == "*" {
-		return t.scheme + "://" + h
+		return t.scheme + "://" + t.authority()
 	}
-	return t.scheme + "://" + h + t.requestURI
+	return t.scheme + "://" + t.authority() + t.requestURI
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -395,7 +400,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	upgrade := isUpgrade(r.Header)
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 	headBuf := getBuf()
-	head := requestHead((*headBuf)[:0], r, t.requestURI, upgrade, hasBody)
+	host := r.Host
+	if host == "" {
+		host = t.authority()
+	}
+	head := requestHead((*headBuf)[:0], r, host, t.requestURI, upgrade, hasBody)
 	out := &outbound{method: r.Method, head: head, length: r.ContentLength}
 	if hasBody {
 		out.body = r.Body
