@@ -26,7 +26,7 @@ import (
 
 // testLogger logs through t.Log, so a failing test shows what the pool said.
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("component", "writer")
 }
 
 type tWriter struct{ t testing.TB }

@@ -55,8 +55,9 @@ type Pool struct {
 	stats counters
 }
 
-// New validates opts, creates the directory and starts the workers. logger
-// may be nil.
+// New validates opts, creates the directory and starts the workers. The
+// logger is used as given: the caller scopes it (logger.With("component",
+// "writer")), as for every component. It may be nil.
 func New(opts Options, logger *slog.Logger) (*Pool, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -74,7 +75,7 @@ func New(opts Options, logger *slog.Logger) (*Pool, error) {
 	}
 	p := &Pool{
 		opts:    o,
-		log:     logger.With("component", "writer"),
+		log:     logger,
 		queue:   make(chan *Capture, o.QueueSize),
 		names:   names,
 		start:   time.Now(),
