@@ -15,16 +15,25 @@ import (
 	"sync/atomic"
 )
 
+// Memory is held in pooled chunks, so that no capture copies its bytes
+// while it grows and none allocates once the pools are warm: a small first
+// chunk (most request records and small responses fit in it), then large
+// ones.
+const (
+	smallChunk = 4 << 10
+	largeChunk = 32 << 10
+)
+
 // Spooler makes Buffers that share one memory budget and one temp directory.
 type Spooler struct {
-	dir       string
-	maxMem    int64 // per buffer
-	budget    int64 // all buffers together
-	memUsed   atomic.Int64
-	diskUsed  atomic.Int64
-	spills    atomic.Int64
-	firstSize int64
-	pool      sync.Pool
+	dir      string
+	maxMem   int64 // per buffer
+	budget   int64 // all buffers together
+	memUsed  atomic.Int64
+	diskUsed atomic.Int64
+	spills   atomic.Int64
+	small    sync.Pool
+	large    sync.Pool
 }
 
 // New returns a Spooler. maxMemPerBuffer is --tmp-file-max-memory, budget is
@@ -38,12 +47,9 @@ func New(dir string, maxMemPerBuffer, budget int64) (*Spooler, error) {
 			return nil, fmt.Errorf("creating spool dir: %w", err)
 		}
 	}
-	first := int64(16 << 10)
-	if maxMemPerBuffer < first {
-		first = maxMemPerBuffer
-	}
-	s := &Spooler{dir: dir, maxMem: maxMemPerBuffer, budget: budget, firstSize: first}
-	s.pool.New = func() any { b := make([]byte, 0, first); return &b }
+	s := &Spooler{dir: dir, maxMem: maxMemPerBuffer, budget: budget}
+	s.small.New = func() any { b := make([]byte, smallChunk); return &b }
+	s.large.New = func() any { b := make([]byte, largeChunk); return &b }
 	return s, nil
 }
 
@@ -76,12 +82,11 @@ func (s *Spooler) reserve(n int64) bool {
 // are done, from any goroutine, any number of times. Close releases it.
 type Buffer struct {
 	s        *Spooler
-	mem      []byte
-	pooled   *[]byte
+	chunks   []*[]byte // chunks[0] is small, the rest large
 	reserved int64
 	file     *os.File
 	size     int64
-	memLen   int64 // bytes held in mem; the file holds [memLen, size)
+	memLen   int64 // bytes held in memory; the file holds [memLen, size)
 	err      error
 	closed   bool
 }
@@ -103,11 +108,15 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	if b.closed {
 		return 0, errors.New("spool: write to closed buffer")
 	}
-	if b.file == nil && b.growMem(int64(len(p))) {
-		b.mem = append(b.mem, p...)
-		b.size += int64(len(p))
-		b.memLen = b.size
-		return len(p), nil
+	if b.file == nil && b.roomInMemory(int64(len(p))) {
+		total := len(p)
+		for len(p) > 0 {
+			n := copy(b.chunkAt(b.memLen), p)
+			p = p[n:]
+			b.memLen += int64(n)
+		}
+		b.size = b.memLen
+		return total, nil
 	}
 	if b.file == nil {
 		f, err := os.CreateTemp(b.s.dir, "warcproxy-spool-*")
@@ -130,44 +139,64 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// growMem makes room for n more bytes in memory if the per-buffer limit and
+// chunkLayout returns the index of the chunk holding offset off and the
+// offset within it.
+func chunkLayout(off int64) (int, int64) {
+	if off < smallChunk {
+		return 0, off
+	}
+	off -= smallChunk
+	return 1 + int(off/largeChunk), off % largeChunk
+}
+
+// capacity is the memory capacity of the first n chunks.
+func capacity(n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	return smallChunk + int64(n-1)*largeChunk
+}
+
+// chunkAt returns the writable rest of the chunk holding offset off; the
+// chunk exists (roomInMemory made it).
+func (b *Buffer) chunkAt(off int64) []byte {
+	i, within := chunkLayout(off)
+	return (*b.chunks[i])[within:]
+}
+
+// roomInMemory takes chunks for n more bytes if the per-buffer limit and
 // the shared budget allow it.
-func (b *Buffer) growMem(n int64) bool {
-	need := int64(len(b.mem)) + n
+func (b *Buffer) roomInMemory(n int64) bool {
+	need := b.memLen + n
 	if need > b.s.maxMem {
 		return false
 	}
-	if need <= int64(cap(b.mem)) {
+	have := capacity(len(b.chunks))
+	if need <= have {
 		return true
 	}
-	if b.mem == nil && need <= b.s.firstSize {
-		if !b.s.reserve(b.s.firstSize) {
-			return false
+	var more int64
+	k := len(b.chunks)
+	for capacity(k) < need {
+		if k == 0 {
+			more += smallChunk
+		} else {
+			more += largeChunk
 		}
-		b.reserved = b.s.firstSize
-		b.pooled = b.s.pool.Get().(*[]byte)
-		b.mem = (*b.pooled)[:0]
-		return true
+		k++
 	}
-	newCap := max(2*int64(cap(b.mem)), need, b.s.firstSize)
-	newCap = min(newCap, b.s.maxMem)
-	if !b.s.reserve(newCap - b.reserved) {
+	if !b.s.reserve(more) {
 		return false
 	}
-	grown := make([]byte, len(b.mem), newCap)
-	copy(grown, b.mem)
-	b.releasePooled()
-	b.mem = grown
-	b.reserved = newCap
-	return true
-}
-
-func (b *Buffer) releasePooled() {
-	if b.pooled != nil {
-		*b.pooled = (*b.pooled)[:0]
-		b.s.pool.Put(b.pooled)
-		b.pooled = nil
+	b.reserved += more
+	for len(b.chunks) < k {
+		if len(b.chunks) == 0 {
+			b.chunks = append(b.chunks, b.s.small.Get().(*[]byte))
+		} else {
+			b.chunks = append(b.chunks, b.s.large.Get().(*[]byte))
+		}
 	}
+	return true
 }
 
 // ReadAt implements io.ReaderAt over everything written so far.
@@ -179,12 +208,19 @@ func (b *Buffer) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := 0
-	if off < b.memLen {
-		n = copy(p, b.mem[off:b.memLen])
-		off += int64(n)
-		if n == len(p) {
-			return n, nil
+	for off < b.memLen && n < len(p) {
+		i, within := chunkLayout(off)
+		c := *b.chunks[i]
+		end := int64(len(c))
+		if last := b.memLen - (off - within); last < end {
+			end = last
 		}
+		m := copy(p[n:], c[within:end])
+		n += m
+		off += int64(m)
+	}
+	if n == len(p) {
+		return n, nil
 	}
 	if b.file == nil {
 		return n, io.EOF
@@ -204,8 +240,14 @@ func (b *Buffer) Close() error {
 		return nil
 	}
 	b.closed = true
-	b.releasePooled()
-	b.mem = nil
+	for i, c := range b.chunks {
+		if i == 0 {
+			b.s.small.Put(c)
+		} else {
+			b.s.large.Put(c)
+		}
+	}
+	b.chunks = nil
 	if b.reserved > 0 {
 		b.s.memUsed.Add(-b.reserved)
 		b.reserved = 0
