@@ -800,7 +800,7 @@ func TestFilesLeftOpen(t *testing.T) {
 			tr := newTracker()
 			const n = 12
 			for i := range n {
-				enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 100 << 10, seed: uint64(i)}, tr))
+				enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 100<<10 + 13*i, seed: uint64(i)}, tr))
 			}
 			err := p.Close(context.Background())
 			require.ErrorContains(t, err, "left open-named")
