@@ -16,8 +16,15 @@ type Capture struct {
 	Records []Record
 	// Done, if set, is called exactly once: with nil after every record of the
 	// capture is written to the open file, or with the error that made the
-	// pool give up on it (only at a forced shutdown). The proxy releases the
+	// pool give up on it (only at a forced shutdown, an error wrapping
+	// ErrClosed, or when a block cannot be read). The proxy releases the
 	// capture's spool in it.
+	//
+	// "Written" means handed to the operating system (the pool buffers, and
+	// calls Done once the buffer holding the capture is written out, which
+	// happens at the latest when the queue runs empty); files are synced when
+	// they are closed. Done runs on a writer goroutine: keep it short.
+	// Done is not called for a capture whose Enqueue returned an error.
 	Done func(err error)
 }
 
@@ -25,7 +32,7 @@ type Capture struct {
 type Record struct {
 	Type        string    // WARC-Type: response, request, revisit, resource, metadata
 	ID          string    // WARC-Record-ID including <>; the pool assigns one if empty
-	Date        time.Time // WARC-Date
+	Date        time.Time // WARC-Date; the pool uses the time of writing if zero
 	TargetURI   string    // WARC-Target-URI; omitted if empty
 	ContentType string    // Content-Type of the block; omitted if empty
 	// Fields are further WARC header fields, written after the standard ones
@@ -38,7 +45,10 @@ type Record struct {
 	BlockOffset int64
 	BlockLength int64
 	// BlockDigest is the WARC-Block-Digest value ("sha1:..."); the pool
-	// computes it when empty.
+	// computes it when empty (reading the block one more time).
+	//
+	// ID, Date and BlockDigest, when filled in by the pool, are stored back
+	// into the Record before Done is called.
 	BlockDigest string
 }
 

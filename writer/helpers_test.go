@@ -12,11 +12,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +70,7 @@ func (tr *tracker) doneFunc(uri string) func(error) {
 	}
 }
 
-// requireAllDone checks that every capture was acknowledged exactly once
+// requireAll checks that every capture was acknowledged exactly once
 // with want (nil or an error matched by errors.Is via require.ErrorIs).
 func (tr *tracker) requireAll(t testing.TB, n int, want error) {
 	t.Helper()
@@ -179,7 +177,7 @@ func makeCapture(t testing.TB, s captureSpec, tr *tracker) *Capture {
 	return c
 }
 
-// warcFiles lists the names of the files in dir.
+// dirNames lists the names of the files in dir.
 func dirNames(t testing.TB, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -352,6 +350,4 @@ func (f *faultFile) Truncate(size int64) error {
 var (
 	_ FS   = (*faultFS)(nil)
 	_ File = (*faultFile)(nil)
-	_      = syscall.ENOSPC
-	_      = filepath.Join
 )
