@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -39,6 +40,7 @@ func BenchmarkProxy(b *testing.B) {
 				name := fmt.Sprintf("body=%s/tls=%v/%s", size.name, tlsOn, mode)
 				b.Run(name, func(b *testing.B) {
 					origin := httptest.NewUnstartedServer(handler(size.body))
+					origin.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes cut by Close
 					if tlsOn {
 						origin.StartTLS()
 					} else {
