@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -195,4 +196,56 @@ func TestHTTP10ClientWithoutHost(t *testing.T) {
 	origin.mu.Lock()
 	require.Contains(t, string(origin.requests[0]), "Host: "+origin.addr()+"\r\n")
 	origin.mu.Unlock()
+}
+
+// TestRecordFormats: the WARC options reach the records: WARC/1.1,
+// sha256 in hex, no gzip; and the defaults WARC/1.0, sha1 base32, gzip.
+func TestRecordFormats(t *testing.T) {
+	origin := httptest.NewTLSServer(echoOrigin())
+	defer origin.Close()
+	cases := []struct {
+		name   string
+		mutate func(*config.Config)
+		ext    string
+		digest string
+	}{
+		{"defaults", nil, ".warc.gz", "sha1:"},
+		{"1.1-sha256-hex-plain", func(c *config.Config) {
+			c.WARCVersion = "1.1"
+			c.DigestAlgorithm = "sha256"
+			c.Base32 = false
+			c.Gzip = false
+		}, ".warc", "sha256:"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proxytest.Start(t, tc.mutate)
+			resp, err := p.Client().Get(origin.URL + "/format")
+			require.NoError(t, err)
+			resp.Body.Close()
+			p.Stop()
+			files, err := os.ReadDir(p.Dir)
+			require.NoError(t, err)
+			var warcs []string
+			for _, f := range files {
+				if strings.HasSuffix(f.Name(), ".warc") || strings.HasSuffix(f.Name(), ".warc.gz") {
+					warcs = append(warcs, f.Name())
+				}
+			}
+			require.Len(t, warcs, 1)
+			require.True(t, strings.HasSuffix(warcs[0], tc.ext), warcs[0])
+			require.True(t, strings.HasPrefix(warcs[0], "WARCPROX-"), warcs[0])
+			recs := warccheck.Dir(t, p.Dir)
+			res := byType(t, recs, "response")[origin.URL+"/format"]
+			require.True(t, strings.HasPrefix(res.Header["WARC-Payload-Digest"], tc.digest), res.Header["WARC-Payload-Digest"])
+			require.True(t, strings.HasPrefix(res.Header["WARC-Block-Digest"], tc.digest))
+			if tc.name != "defaults" {
+				require.Len(t, strings.TrimPrefix(res.Header["WARC-Block-Digest"], "sha256:"), 64, "hex")
+				raw, err := os.ReadFile(filepath.Join(p.Dir, warcs[0]))
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(string(raw), "WARC/1.1\r\n"))
+				require.NotContains(t, string(raw), "WARC/1.0")
+			}
+		})
+	}
 }
