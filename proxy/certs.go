@@ -190,8 +190,8 @@ func (ca *CA) CacheStats() (hits, misses int64) { return ca.hits.Load(), ca.miss
 // generating it at most once however many connections ask at the same time.
 func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "" {
-		return nil, errors.New("no host name for certificate")
+	if !validHostName(host) {
+		return nil, fmt.Errorf("not a host name for a certificate: %q", host)
 	}
 	ca.mu.RLock()
 	c := ca.cache[host]

@@ -249,3 +249,49 @@ func TestRecordFormats(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectThenHalfClose: a client that sends CONNECT and its request in
+// one go and half-closes at once gets its tunnel: the CONNECT's dial does not
+// depend on the request context, which the half-close ends. (The request in
+// the tunnel then counts as abandoned, as in Squid's default.)
+func TestConnectThenHalfClose(t *testing.T) {
+	origin := newRawOrigin(t, false, map[string]rawResponse{
+		"/page": {final: "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npage"},
+	})
+	p := proxytest.Start(t, nil)
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %[1]s HTTP/1.1\r\nHost: %[1]s\r\n\r\nGET /page HTTP/1.1\r\nHost: %[1]s\r\nConnection: close\r\n\r\n", origin.addr())
+	require.NoError(t, c.(*net.TCPConn).CloseWrite())
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	all, err := io.ReadAll(c)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(all), "HTTP/1.1 200 Connection established\r\n"), "%q", all)
+}
+
+// TestBadConnectAndHTTP2Preface: CONNECT without a port is a 400 (no
+// guessing, no DNS lookup); an HTTP/2 preface gets a 505 that says why.
+func TestBadConnectAndHTTP2Preface(t *testing.T) {
+	p := proxytest.Start(t, nil)
+	for _, tc := range []struct {
+		raw    string
+		status int
+	}{
+		{"CONNECT nohostport HTTP/1.1\r\nHost: nohostport\r\n\r\n", 400},
+		{"CONNECT ../x:443 HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+		{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
+	} {
+		c, err := net.Dial("tcp", p.URL.Host)
+		require.NoError(t, err)
+		_, _ = io.WriteString(c, tc.raw)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufioReader(c), nil)
+		c.Close()
+		if tc.status == 505 && err != nil {
+			t.Fatalf("%q: %v", tc.raw, err)
+		}
+		require.NoError(t, err, "%q", tc.raw)
+		require.Equal(t, tc.status, resp.StatusCode, "%q", tc.raw)
+	}
+}

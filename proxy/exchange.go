@@ -189,9 +189,17 @@ func connectionTokens(h http.Header) map[string]bool {
 	return m
 }
 
+// proxyOnly are request headers meant for the proxy, never forwarded:
+// warcprox's control header (acted on in a later version; until then it is
+// at least not leaked to sites and into request records).
+var proxyOnly = map[string]bool{"Warcprox-Meta": true}
+
 // isUpgrade reports whether the client asks to switch protocols (WebSocket).
+// h2c is not passed on: the origin would answer in HTTP/2 on the spliced
+// connection, which is not recorded.
 func isUpgrade(h http.Header) bool {
-	return h.Get("Upgrade") != "" && connectionTokens(h)["Upgrade"]
+	u := h.Get("Upgrade")
+	return u != "" && connectionTokens(h)["Upgrade"] && !strings.Contains(strings.ToLower(u), "h2c")
 }
 
 // requestHead serializes the request line and headers sent upstream.
@@ -207,7 +215,7 @@ func requestHead(b []byte, r *http.Request, host, requestURI string, upgrade boo
 	conn := connectionTokens(r.Header)
 	keys := make([]string, 0, len(r.Header))
 	for k := range r.Header {
-		if hopByHop[k] || conn[k] || k == "Host" || k == "Content-Length" {
+		if hopByHop[k] || conn[k] || proxyOnly[k] || k == "Host" || k == "Content-Length" {
 			continue
 		}
 		keys = append(keys, k)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -17,25 +18,47 @@ import (
 // them, instead of leaving clients hanging in SYN queues.
 type limitListener struct {
 	net.Listener
-	slots chan struct{}
-	wait  time.Duration
-	ready chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-	err   error
+	slots      chan struct{}
+	wait       time.Duration
+	maxWaiting int64
+	ready      chan net.Conn
+	done       chan struct{}
+	once       sync.Once
+	errMu      sync.Mutex
+	err        error
+	failed     chan struct{} // closed when the accept loop stops on an error
 
 	waiting atomic.Int64
 	refused atomic.Int64
 	wg      sync.WaitGroup
+
+	logger      *slog.Logger
+	lastWarning atomic.Int64 // unix nanos of the last refusal logged
 }
 
-func newLimitListener(l net.Listener, maxConns int, wait time.Duration) *limitListener {
+// noteRefused counts a refused connection and logs, at most once a second,
+// so that a flood does not flood the log too.
+func (l *limitListener) noteRefused(c net.Conn, reason string) {
+	n := l.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := l.lastWarning.Load()
+	if now-last >= int64(time.Second) && l.lastWarning.CompareAndSwap(last, now) {
+		l.logger.Warn("refusing connections with 503: all --max-conns slots busy",
+			"reason", reason, "max_conns", cap(l.slots), "waiting", l.waiting.Load(),
+			"refused_total", n, "remote", c.RemoteAddr().String())
+	}
+}
+
+func newLimitListener(l net.Listener, maxConns int, wait time.Duration, logger *slog.Logger) *limitListener {
 	ll := &limitListener{
-		Listener: l,
-		slots:    make(chan struct{}, maxConns),
-		wait:     wait,
-		ready:    make(chan net.Conn),
-		done:     make(chan struct{}),
+		Listener:   l,
+		slots:      make(chan struct{}, maxConns),
+		wait:       wait,
+		maxWaiting: int64(max(4*maxConns, 1024)),
+		ready:      make(chan net.Conn),
+		done:       make(chan struct{}),
+		failed:     make(chan struct{}),
+		logger:     logger,
 	}
 	ll.wg.Add(1)
 	go ll.acceptLoop()
@@ -44,7 +67,6 @@ func newLimitListener(l net.Listener, maxConns int, wait time.Duration) *limitLi
 
 func (l *limitListener) acceptLoop() {
 	defer l.wg.Done()
-	defer close(l.ready)
 	backoff := 5 * time.Millisecond
 	for {
 		c, err := l.Listener.Accept()
@@ -55,13 +77,15 @@ func (l *limitListener) acceptLoop() {
 				select {
 				case <-time.After(backoff):
 				case <-l.done:
-					l.err = net.ErrClosed
 					return
 				}
 				backoff = min(2*backoff, time.Second)
 				continue
 			}
+			l.errMu.Lock()
 			l.err = err
+			l.errMu.Unlock()
+			close(l.failed)
 			return
 		}
 		backoff = 5 * time.Millisecond
@@ -69,13 +93,22 @@ func (l *limitListener) acceptLoop() {
 		case l.slots <- struct{}{}:
 			l.deliver(c)
 		default:
-			l.waiting.Add(1)
 			l.wg.Add(1)
+			if l.waiting.Load() >= l.maxWaiting {
+				// Too many already wait: answer at once rather than hold
+				// another goroutine and descriptor.
+				l.noteRefused(c, "too many waiting")
+				go func() { defer l.wg.Done(); refuse(c, 0, cap(l.slots)) }()
+				continue
+			}
+			l.waiting.Add(1)
 			go l.waitForSlot(c)
 		}
 	}
 }
 
+// deliver hands a connection holding a slot to Accept; at shutdown it
+// closes it instead, which frees the slot.
 func (l *limitListener) deliver(c net.Conn) {
 	lc := &limitConn{Conn: c, l: l}
 	select {
@@ -95,7 +128,7 @@ func (l *limitListener) waitForSlot(c net.Conn) {
 		l.deliver(c)
 	case <-t.C:
 		l.waiting.Add(-1)
-		l.refused.Add(1)
+		l.noteRefused(c, "waited --conn-wait-timeout")
 		refuse(c, l.wait, cap(l.slots))
 	case <-l.done:
 		l.waiting.Add(-1)
@@ -107,6 +140,9 @@ func (l *limitListener) waitForSlot(c net.Conn) {
 // without a reset, so that the client reads the answer.
 func refuse(c net.Conn, waited time.Duration, maxConns int) {
 	body := fmt.Sprintf("warcproxy: too many connections: all %d slots (--max-conns) stayed busy for %s (--conn-wait-timeout)\n", maxConns, waited)
+	if waited == 0 {
+		body = fmt.Sprintf("warcproxy: too many connections: all %d slots (--max-conns) are busy and too many connections already wait for one\n", maxConns)
+	}
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nRetry-After: 5\r\nConnection: close\r\n\r\n%s", len(body), body)
 	if tc, ok := c.(interface{ CloseWrite() error }); ok {
@@ -118,11 +154,16 @@ func refuse(c net.Conn, waited time.Duration, maxConns int) {
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	c, ok := <-l.ready
-	if !ok {
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-l.failed:
+		l.errMu.Lock()
+		defer l.errMu.Unlock()
 		return nil, l.err
 	}
-	return c, nil
 }
 
 func (l *limitListener) Close() error {

@@ -119,9 +119,15 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 	s.tlsCfg = &tls.Config{
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			name := hello.ServerName
-			if name == "" {
-				if tc, ok := hello.Conn.(*tunnelConn); ok {
+			name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
+			tc, _ := hello.Conn.(*tunnelConn)
+			if !validHostName(name) {
+				name = ""
+			}
+			if tc != nil {
+				// Runs in the goroutine that then serves the tunnel.
+				tc.tun.sni = name
+				if name == "" {
 					name = tc.tun.host
 				}
 			}
@@ -162,7 +168,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		s.addr = a
 	}
-	s.ll = newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout)
+	s.ll = newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout, s.logger)
 	s.innerLn = newChanListener(ln.Addr())
 	go func() { _ = s.inner.Serve(s.innerLn) }()
 	return s.outer.Serve(s.ll)
@@ -187,13 +193,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.outer.Close()
 		s.inner.Close()
 	}
+	// Exchanges still running: let them reach the queue. After 10 s cut
+	// their connections (they are written as truncated); after 5 s more,
+	// give up on them and say so.
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		s.cancelBase()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			err = errors.Join(err, errors.New("exchanges still in flight after the shutdown deadline"))
+		}
 	}
 	s.cancelBase()
 	if s.ll != nil {
@@ -419,19 +432,33 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	if t.tun != nil && t.tun.authority == t.hostport {
 		pre = t.tun.takePreconn()
 	}
+	var sni string
+	if t.tun != nil {
+		sni = t.tun.sni
+	}
 	var c *uconn
 	var resp *http.Response
+	var stop func() bool
 	for attempt := 0; ; attempt++ {
 		var err error
-		c, err = s.up.get(ctx, t.scheme, t.hostport, pre)
+		c, err = s.up.get(ctx, t.scheme, t.hostport, sni, pre, attempt > 0)
 		pre = nil
 		if err == nil {
+			// Close the origin connection if the client goes away or a
+			// forced shutdown comes, so that nothing waits on it for the
+			// socket timeout, in the head or in the body.
+			conn := c.conn
+			stop = context.AfterFunc(ctx, func() { conn.Close() })
 			resp, ex.resStart, err = s.up.roundTrip(c, out)
 			if err == nil {
 				break
 			}
+			stop()
 			c.conn.Close()
-			if attempt == 0 && !hasBody && isStale(c, err) {
+			// A connection that sat idle may have been closed by the
+			// origin: send a request that is safe to repeat once more on a
+			// new one.
+			if attempt == 0 && !hasBody && safeMethod(r.Method) && isStale(c, err) && ctx.Err() == nil {
 				if archive {
 					ex.discard()
 					ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
@@ -447,10 +474,6 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 	putBuf(headBuf)
 	ex.ip = c.ip
-
-	// Close the origin connection if the client goes away or a forced
-	// shutdown comes, so that nothing waits on it for the socket timeout.
-	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
 	reusable := !resp.Close && !upgrade
 
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -474,11 +497,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	w.WriteHeader(resp.StatusCode)
 
 	ex.payload.r = resp.Body
-	aborted := s.copyBody(w, c, resp, ex)
+	aborted, eof := s.copyBody(w, c, resp, ex)
 	if !stop() {
 		// ctx ended while we were reading: the connection is closed.
 		reusable = false
-		if ex.truncated == "" && !ex.complete(resp) {
+		if ex.truncated == "" && !eof {
 			ex.truncated = truncDisconnect
 			aborted = true
 		}
@@ -505,17 +528,20 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	return nil
 }
 
-// complete reports whether the whole body was read.
-func (ex *exchange) complete(resp *http.Response) bool {
-	return resp.ContentLength >= 0 && ex.payload.n == resp.ContentLength
+// safeMethod reports whether a request may be repeated automatically
+// (RFC 9110 9.2.2: a proxy must not retry non-idempotent requests; like
+// net/http, only safe methods are retried).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions || m == http.MethodTrace
 }
 
 // copyBody streams the response body to the client, flushing whenever the
 // origin has nothing more buffered, and stops at --max-resource-size. It
-// reports whether the client's response must be aborted.
-func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, ex *exchange) (aborted bool) {
+// reports whether the client's response must be aborted, and whether the
+// body was read to its end.
+func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, ex *exchange) (aborted, eof bool) {
 	if resp.Body == http.NoBody {
-		return false
+		return false, true
 	}
 	flusher, _ := w.(http.Flusher)
 	buf := getBuf()
@@ -532,7 +558,7 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 			left := limit - ex.payload.n
 			if left <= 0 {
 				ex.truncated = truncLength
-				return true
+				return true, false
 			}
 			if int64(len(p)) > left {
 				p = p[:left]
@@ -542,23 +568,22 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 		if n > 0 {
 			if _, werr := w.Write(p[:n]); werr != nil {
 				// The client went away: keep what was read, stop fetching.
+				if err == io.EOF {
+					return true, true // the record is whole all the same
+				}
 				ex.truncated = truncDisconnect
-				return true
+				return true, false
 			}
 			if c.br.Buffered() == 0 && flusher != nil {
 				flusher.Flush()
 			}
 		}
 		if err == io.EOF {
-			if limit > 0 && resp.ContentLength > s.opts.MaxResourceSize && ex.payload.n >= s.opts.MaxResourceSize {
-				ex.truncated = truncLength
-				return true
-			}
 			if s.opts.MaxResourceSize > 0 && ex.payload.n > s.opts.MaxResourceSize {
 				ex.truncated = truncLength
-				return true
+				return true, true
 			}
-			return false
+			return false, true
 		}
 		if err != nil {
 			var ne net.Error
@@ -568,7 +593,7 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 				ex.truncated = truncDisconnect
 			}
 			s.logger.Info("upstream failed mid-body", "url", ex.targetURI, "read", ex.payload.n, "err", err)
-			return true
+			return true, false
 		}
 	}
 }
@@ -724,6 +749,10 @@ func (s *Server) closeSplices() {
 
 // serveLocal answers origin-form requests addressed to the proxy itself.
 func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
+	if r.Method == "PRI" {
+		textError(w, http.StatusHTTPVersionNotSupported, "warcproxy: HTTP/2 is not supported yet; use HTTP/1.1")
+		return
+	}
 	switch r.URL.Path {
 	case "/status":
 		s.serveStatus(w)

@@ -2,9 +2,13 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -15,6 +19,7 @@ type tunnel struct {
 	scheme    string // https if the client spoke TLS in the tunnel, else http
 	authority string // host:port from the CONNECT line
 	host      string
+	sni       string // server name the client sent in its TLS handshake, if valid
 
 	mu  sync.Mutex
 	pre net.Conn
@@ -36,15 +41,25 @@ func (t *tunnel) takePreconn() net.Conn {
 // way the tunnel's requests are served by the inner http.Server, with the
 // same timeouts and limits as plain proxy connections.
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	hostport, host := withPort(r.RequestURI, "https")
-	if host == "" {
-		textError(w, http.StatusBadRequest, "warcproxy: CONNECT needs host:port")
+	host, port, err := net.SplitHostPort(r.RequestURI)
+	if err != nil || port == "" || !validHostName(strings.ToLower(host)) {
+		textError(w, http.StatusBadRequest, "warcproxy: CONNECT needs host:port, got "+strconv.Quote(r.RequestURI))
 		return
 	}
-	t := &target{scheme: "https", hostport: hostport, host: host, requestURI: "/"}
-	pre, err := s.up.dialTCP(r.Context(), hostport)
+	hostport := net.JoinHostPort(host, port)
+	if s.isSelf(hostport) {
+		textError(w, http.StatusForbidden, "warcproxy: refusing to tunnel to the proxy itself")
+		return
+	}
+	// Not the request's context: a client may half-close right after
+	// sending CONNECT and its first request, which cancels that context.
+	dctx, cancel := context.WithCancel(s.baseCtx)
+	pre, err := s.up.dialTCP(dctx, hostport)
+	cancel()
 	if err != nil {
-		s.upstreamError(w, r, t, err)
+		status, kind := classifyUpstreamError(err)
+		s.logger.Info("upstream error", "connect", hostport, "kind", kind, "err", err)
+		textError(w, status, fmt.Sprintf("warcproxy: %s connecting to %s: %v", kind, hostport, err))
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
@@ -79,6 +94,25 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	s.innerLn.deliver(tc)
 }
 
+// validHostName accepts DNS names (letters, digits, '-', '_', dots between
+// labels) and IP addresses: what may become a certificate name and a file
+// name in --certs-dir.
+func validHostName(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 || h[0] == '.' || h[len(h)-1] == '.' || strings.Contains(h, "..") {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // tunnelConn is the client side of a CONNECT tunnel; it replays bytes the
 // client sent along with the CONNECT request.
 type tunnelConn struct {
@@ -89,6 +123,14 @@ type tunnelConn struct {
 }
 
 func (c *tunnelConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the client connection (for upgrade splices).
+func (c *tunnelConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
 
 func (c *tunnelConn) Close() error {
 	c.once.Do(func() {

@@ -22,7 +22,10 @@ import (
 
 const (
 	maxIdlePerHost       = 64
+	maxIdleTotal         = 1024
 	maxIdleTime          = 60 * time.Second
+	reapEvery            = time.Second
+	maxInterimResponses  = 16
 	maxResponseHeadBytes = 1 << 20
 	expectContinueWait   = time.Second
 	bufSize              = 32 << 10
@@ -31,6 +34,7 @@ const (
 var (
 	errResponseHeadTooLarge = errors.New("response headers larger than 1 MiB")
 	errUpstreamNotHTTP      = errors.New("upstream did not answer with HTTP/1.x")
+	errTooManyInterim       = errors.New("upstream sent more than 16 interim (1xx) responses")
 )
 
 // upstream dials origins and keeps idle connections for reuse.
@@ -39,8 +43,11 @@ type upstream struct {
 	tlsConfig     *tls.Config
 	socketTimeout time.Duration
 
-	mu   sync.Mutex
-	idle map[string][]*uconn
+	mu        sync.Mutex
+	idle      map[string][]*uconn
+	idleTotal int
+	reaper    *time.Timer // runs while there are idle connections
+	closed    bool
 }
 
 func newUpstream(socketTimeout time.Duration, verifyTLS bool) *upstream {
@@ -70,8 +77,9 @@ func newUpstream(socketTimeout time.Duration, verifyTLS bool) *upstream {
 
 // uconn is one connection to an origin.
 type uconn struct {
-	key      string // scheme://host:port
-	conn     net.Conn
+	key      string   // scheme://host:port|sni
+	raw      net.Conn // the TCP connection
+	conn     net.Conn // raw, or the TLS connection over it
 	ip       string
 	rd       connReader
 	br       *bufio.Reader
@@ -131,8 +139,8 @@ func (w *connWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (u *upstream) newUconn(key string, conn net.Conn) *uconn {
-	c := &uconn{key: key, conn: conn}
+func (u *upstream) newUconn(key string, raw, conn net.Conn) *uconn {
+	c := &uconn{key: key, raw: raw, conn: conn}
 	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = a.IP.String()
 	}
@@ -148,11 +156,22 @@ func (u *upstream) dialTCP(ctx context.Context, hostport string) (net.Conn, erro
 	return u.dialer.DialContext(ctx, "tcp", hostport)
 }
 
-// get returns an idle connection for key or dials a new one; pre, if not
-// nil, is a TCP connection dialed earlier for this origin (at CONNECT time).
-func (u *upstream) get(ctx context.Context, scheme, hostport string, pre net.Conn) (*uconn, error) {
-	key := scheme + "://" + hostport
-	if pre == nil {
+// get returns a connection to the origin: pre, the TCP connection dialed at
+// CONNECT time, if it is still good; else an idle pooled one (unless fresh);
+// else a new one. sni is the name the client asked for in its own TLS
+// handshake (empty if none); it is sent to the origin and keys the pool.
+func (u *upstream) get(ctx context.Context, scheme, hostport, sni string, pre net.Conn, fresh bool) (*uconn, error) {
+	key := scheme + "://" + hostport + "|" + sni
+	reused := false
+	if pre != nil {
+		if alive(pre) {
+			reused = true // it may have sat idle: allow the stale retry
+		} else {
+			pre.Close()
+			pre = nil
+		}
+	}
+	if pre == nil && !fresh {
 		if c := u.takeIdle(key); c != nil {
 			return c, nil
 		}
@@ -168,9 +187,10 @@ func (u *upstream) get(ctx context.Context, scheme, hostport string, pre net.Con
 	if scheme == "https" {
 		cfg := u.tlsConfig.Clone()
 		host, _, _ := net.SplitHostPort(hostport)
-		if net.ParseIP(host) == nil {
-			cfg.ServerName = host
-		} else if !cfg.InsecureSkipVerify {
+		switch {
+		case sni != "":
+			cfg.ServerName = sni
+		case net.ParseIP(host) == nil || !cfg.InsecureSkipVerify:
 			cfg.ServerName = host
 		}
 		tc := tls.Client(raw, cfg)
@@ -186,27 +206,35 @@ func (u *upstream) get(ctx context.Context, scheme, hostport string, pre net.Con
 		}
 		conn = tc
 	}
-	return u.newUconn(key, conn), nil
+	c := u.newUconn(key, raw, conn)
+	c.reused = reused
+	return c, nil
 }
 
+// takeIdle returns a pooled connection that is still usable: not expired,
+// not closed by the origin, and with no bytes the origin sent unasked
+// (which would otherwise be taken for the next response).
 func (u *upstream) takeIdle(key string) *uconn {
 	now := time.Now()
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	list := u.idle[key]
-	for len(list) > 0 {
-		c := list[len(list)-1]
-		list = list[:len(list)-1]
-		if now.Sub(c.idleFrom) > maxIdleTime {
-			c.conn.Close()
-			continue
+	for {
+		u.mu.Lock()
+		list := u.idle[key]
+		if len(list) == 0 {
+			delete(u.idle, key)
+			u.mu.Unlock()
+			return nil
 		}
-		u.idle[key] = list
-		c.reused = true
-		return c
+		c := list[len(list)-1]
+		list[len(list)-1] = nil
+		u.idle[key] = list[:len(list)-1]
+		u.idleTotal--
+		u.mu.Unlock()
+		if now.Sub(c.idleFrom) <= maxIdleTime && alive(c.raw) {
+			c.reused = true
+			return c
+		}
+		c.conn.Close()
 	}
-	delete(u.idle, key)
-	return nil
 }
 
 // put returns a clean connection to the idle pool.
@@ -215,25 +243,67 @@ func (u *upstream) put(c *uconn) {
 	c.rd.n, c.rd.limit = 0, 0
 	c.idleFrom = time.Now()
 	u.mu.Lock()
-	if len(u.idle[c.key]) >= maxIdlePerHost {
+	if u.closed || len(u.idle[c.key]) >= maxIdlePerHost || u.idleTotal >= maxIdleTotal {
 		u.mu.Unlock()
 		c.conn.Close()
 		return
 	}
 	u.idle[c.key] = append(u.idle[c.key], c)
+	u.idleTotal++
+	if u.reaper == nil {
+		u.reaper = time.AfterFunc(reapEvery, u.reap)
+	}
 	u.mu.Unlock()
+}
+
+// reap closes idle connections that expired or that the origin closed (or
+// wrote to), every second while there are any, so that they do not linger
+// in CLOSE_WAIT; net/http.Transport notices at once with a read goroutine
+// per connection, this costs one non-blocking peek per idle connection.
+func (u *upstream) reap() {
+	now := time.Now()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, list := range u.idle {
+		kept := list[:0]
+		for _, c := range list {
+			if now.Sub(c.idleFrom) > maxIdleTime || !alive(c.raw) {
+				c.conn.Close()
+				u.idleTotal--
+				continue
+			}
+			kept = append(kept, c)
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(u.idle, k)
+		} else {
+			u.idle[k] = kept
+		}
+	}
+	if u.idleTotal > 0 && !u.closed {
+		u.reaper.Reset(reapEvery)
+	} else {
+		u.reaper = nil
+	}
 }
 
 // closeIdle closes every idle connection (at shutdown).
 func (u *upstream) closeIdle() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.closed = true
+	if u.reaper != nil {
+		u.reaper.Stop()
+		u.reaper = nil
+	}
 	for k, list := range u.idle {
 		for _, c := range list {
 			c.conn.Close()
 		}
 		delete(u.idle, k)
 	}
+	u.idleTotal = 0
 }
 
 // tlsError marks a failed TLS handshake with the origin.
@@ -281,9 +351,15 @@ func (u *upstream) roundTrip(c *uconn, out *outbound) (*http.Response, int64, er
 		}
 		if send {
 			if err := u.sendBody(c, out); err != nil {
+				var cbe *clientBodyError
+				if errors.As(err, &cbe) {
+					return nil, 0, err // the client's fault: don't wait for the origin
+				}
 				// The origin may have answered and closed early (413, 401...);
-				// a response already on the wire is still worth reading.
+				// a response already on the wire is still worth reading. The
+				// connection is unusable after a failed write.
 				if resp, s, rerr := readFinal(c, req); rerr == nil {
+					resp.Close = true
 					return resp, s, nil
 				}
 				return nil, 0, err
@@ -325,41 +401,44 @@ func (u *upstream) sendBody(c *uconn, out *outbound) error {
 // instead, and nil if the body should be sent (100 seen, or no answer in
 // time, as RFC 9110 allows).
 func (u *upstream) awaitContinue(c *uconn, req *http.Request) (*http.Response, int64, error) {
-	c.rd.deadline = time.Now().Add(expectContinueWait)
-	_, err := c.br.Peek(1)
-	c.rd.deadline = time.Time{}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return nil, 0, nil
+	c.rd.limit = c.rd.n + maxResponseHeadBytes // for all interim heads together
+	defer func() { c.rd.limit = 0 }()
+	for range maxInterimResponses {
+		c.rd.deadline = time.Now().Add(expectContinueWait)
+		_, err := c.br.Peek(1)
+		c.rd.deadline = time.Time{}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, 0, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		start := c.consumed()
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, 0, headError(err)
+		}
+		if resp.StatusCode == http.StatusContinue {
+			return nil, 0, nil
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, start, nil
+		}
+		// Another interim response (102, 103): keep waiting.
 	}
-	if err != nil {
-		return nil, 0, err
-	}
-	start := c.consumed()
-	c.rd.limit = c.rd.n + maxResponseHeadBytes
-	resp, err := http.ReadResponse(c.br, req)
-	c.rd.limit = 0
-	if err != nil {
-		return nil, 0, headError(err)
-	}
-	if resp.StatusCode == http.StatusContinue {
-		return nil, 0, nil
-	}
-	if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-		return resp, start, nil
-	}
-	// Another interim response (102, 103): keep waiting for 100 or final.
-	return u.awaitContinue(c, req)
+	return nil, 0, errTooManyInterim
 }
 
 // readFinal reads responses until a final one (or 101), skipping interim
-// 1xx responses, which are not part of the response record.
+// 1xx responses, which are not part of the response record. The head limit
+// covers the interim responses and the final head together.
 func readFinal(c *uconn, req *http.Request) (*http.Response, int64, error) {
-	for {
+	c.rd.limit = c.rd.n + maxResponseHeadBytes
+	defer func() { c.rd.limit = 0 }()
+	for range maxInterimResponses + 1 {
 		start := c.consumed()
-		c.rd.limit = c.rd.n + maxResponseHeadBytes
 		resp, err := http.ReadResponse(c.br, req)
-		c.rd.limit = 0
 		if err != nil {
 			return nil, 0, headError(err)
 		}
@@ -367,6 +446,7 @@ func readFinal(c *uconn, req *http.Request) (*http.Response, int64, error) {
 			return resp, start, nil
 		}
 	}
+	return nil, 0, errTooManyInterim
 }
 
 // consumed is the number of bytes of this exchange that the parser has used.
@@ -376,7 +456,7 @@ func headError(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("upstream closed the connection before a complete response: %w", err)
 	}
-	if errors.Is(err, errResponseHeadTooLarge) {
+	if errors.Is(err, errResponseHeadTooLarge) || errors.Is(err, errTooManyInterim) {
 		return err
 	}
 	var ne net.Error

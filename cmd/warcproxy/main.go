@@ -63,6 +63,7 @@ func realMain(args []string) int {
 	}, func(error) { close(stopSignals) })
 
 	serveErr := make(chan error, 1)
+	var shutdownErr error
 	g.Add(func() error {
 		err := a.Serve()
 		serveErr <- err
@@ -83,16 +84,16 @@ func realMain(args []string) int {
 			case <-drainCtx.Done():
 			}
 		}()
-		if err := a.Shutdown(ctx, drainCtx); err != nil {
-			logger.Error("shutdown incomplete", "err", err)
+		if shutdownErr = a.Shutdown(ctx, drainCtx); shutdownErr != nil {
+			logger.Error("shutdown incomplete", "err", shutdownErr)
 		}
 	})
 	if err := g.Run(); err != nil {
 		logger.Error("proxy failed", "err", err)
 		return 1
 	}
-	if err := <-serveErr; err != nil {
-		return 1
+	if err := <-serveErr; err != nil || shutdownErr != nil {
+		return 1 // scripts must see that captures may be missing
 	}
 	return 0
 }

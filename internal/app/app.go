@@ -29,6 +29,8 @@ type App struct {
 	CA     *proxy.CA
 	Pool   *writer.Pool // nil with --prefix -
 	Proxy  *proxy.Server
+
+	spoolDir string
 }
 
 // New builds every component and binds the listening socket, so that
@@ -41,6 +43,11 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 	ca, err := proxy.LoadOrCreateCA(cfg.CACert, cfg.CertsDir, logger.With("component", "ca"))
 	if err != nil {
 		return nil, err
+	}
+	// The WARC directory is readable by ingest jobs of other users; the
+	// spool inside it is the proxy's alone.
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating WARC dir: %w", err)
 	}
 	tmpDir := cfg.TmpDir
 	if tmpDir == "" {
@@ -56,7 +63,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	a := &App{cfg: cfg, logger: logger, ln: ln, CA: ca}
+	a := &App{cfg: cfg, logger: logger, ln: ln, CA: ca, spoolDir: tmpDir}
 	var queue proxy.Queue
 	if cfg.Prefix != "-" {
 		a.Pool, err = writer.New(writer.Options{
@@ -118,7 +125,7 @@ func (a *App) CACertFile() string { return proxy.CertOnlyPath(a.cfg.CACert) }
 // Serve runs the proxy until Shutdown; it returns nil after a shutdown.
 func (a *App) Serve() error {
 	a.logger.Info("warcproxy listening",
-		"address", a.Addr().IP.String(), "port", a.Addr().Port, "dir", a.cfg.Dir,
+		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
 		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
 		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns, "pid", os.Getpid())
 	err := a.Proxy.Serve(a.ln)
@@ -138,6 +145,7 @@ func (a *App) Shutdown(ctx, drainCtx context.Context) error {
 		a.logger.Warn("in-flight exchanges cut short", "err", errProxy)
 	}
 	errPool := a.closePool(drainCtx)
+	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
 	if errPool == nil {
 		a.logger.Info("shutdown complete: writer queue drained, WARC files closed")
 	}
