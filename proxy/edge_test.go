@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -175,6 +176,15 @@ func TestMalformedRequests(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
+
+	// The ones net/http rejected before the proxy's handler are counted
+	// (and logged) too.
+	resp, err = http.Get(p.URL.String() + "/status")
+	require.NoError(t, err)
+	var st map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	resp.Body.Close()
+	require.Equal(t, float64(2), st["client_errors"])
 }
 
 // TestHTTP10ClientWithoutHost: inside a tunnel an HTTP/1.0 client may omit

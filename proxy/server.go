@@ -6,6 +6,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -86,6 +87,11 @@ type Server struct {
 	urlsProcessed atomic.Int64
 	notArchived   atomic.Int64
 	captureErrors atomic.Int64
+
+	clientErrors     atomic.Int64
+	lastClientErrLog atomic.Int64
+	handshakeErrors  atomic.Int64
+	lastHandshakeLog atomic.Int64
 }
 
 // New validates opts and builds a Server; Serve starts it.
@@ -148,11 +154,8 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 	s.outer = mk()
 	s.inner = mk()
 	s.inner.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if tc, ok := c.(*tls.Conn); ok {
-			c = tc.NetConn()
-		}
-		if tc, ok := c.(*tunnelConn); ok {
-			return context.WithValue(ctx, tunnelKey{}, tc.tun)
+		if sc, ok := c.(*servedConn); ok && sc.tun != nil {
+			return context.WithValue(ctx, tunnelKey{}, sc.tun)
 		}
 		return ctx
 	}
@@ -171,7 +174,65 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ll = newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout, s.logger)
 	s.innerLn = newChanListener(ln.Addr())
 	go func() { _ = s.inner.Serve(s.innerLn) }()
-	return s.outer.Serve(s.ll)
+	return s.outer.Serve(servedListener{s.ll, s})
+}
+
+// servedListener wraps every plain client connection in a servedConn.
+type servedListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l servedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &servedConn{Conn: c, s: l.s}, nil
+}
+
+// servedConn is a connection as the http.Servers see it: a plain client
+// connection, or the (decrypted) client side of a CONNECT tunnel, with the
+// tunnel it belongs to. It notices the errors net/http answers on its own,
+// before any handler runs (400 for a malformed request, 431 for headers
+// over --max-header-bytes...), so that they reach the log too.
+type servedConn struct {
+	net.Conn
+	s   *Server
+	tun *tunnel
+}
+
+// goErrorHeaders is how net/http writes its own error responses, in one
+// Write; the proxy's own error responses look different (nosniff header).
+const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+func (c *servedConn) Write(p []byte) (int, error) {
+	if len(p) > 12 && len(p) < 512 && string(p[:9]) == "HTTP/1.1 " && (p[9] == '4' || p[9] == '5') &&
+		bytes.Contains(p, []byte(goErrorHeaders)) {
+		line, _, _ := bytes.Cut(p, []byte("\r\n"))
+		c.s.noteClientError(c, string(line[9:]))
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite half-closes when the connection underneath can.
+func (c *servedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// noteClientError counts a request net/http refused and logs it, at most
+// once a second so that a hostile client cannot flood the log.
+func (s *Server) noteClientError(c net.Conn, status string) {
+	n := s.clientErrors.Add(1)
+	now := time.Now().UnixNano()
+	last := s.lastClientErrLog.Load()
+	if now-last >= int64(time.Second) && s.lastClientErrLog.CompareAndSwap(last, now) {
+		s.logger.Info("rejected a malformed client request", "status", status,
+			"remote", c.RemoteAddr().String(), "client_errors_total", n)
+	}
 }
 
 // Shutdown stops accepting connections and waits, until ctx ends, for
@@ -773,6 +834,8 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 		"urls_processed":         s.urlsProcessed.Load(),
 		"urls_not_archived":      s.notArchived.Load(),
 		"capture_errors":         s.captureErrors.Load(),
+		"client_errors":          s.clientErrors.Load(),
+		"client_tls_errors":      s.handshakeErrors.Load(),
 		"connections_active":     active,
 		"connections_waiting":    waiting,
 		"connections_refused":    refused,

@@ -85,13 +85,37 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		tc.Close()
 		return
 	}
-	if first[0] == 0x16 { // TLS record type: handshake
-		tun.scheme = "https"
-		s.innerLn.deliver(tls.Server(tc, s.tlsCfg))
+	if first[0] != 0x16 { // not a TLS handshake record: plain HTTP
+		tun.scheme = "http"
+		s.innerLn.deliver(&servedConn{Conn: tc, s: s, tun: tun})
 		return
 	}
-	tun.scheme = "http"
-	s.innerLn.deliver(tc)
+	// The handshake happens here, not in the inner server, so that the
+	// server sees the decrypted connection wrapped like any other.
+	tun.scheme = "https"
+	tlsConn := tls.Server(tc, s.tlsCfg)
+	if s.opts.HeaderTimeout > 0 {
+		_ = conn.SetDeadline(time.Now().Add(s.opts.HeaderTimeout))
+	}
+	if err := tlsConn.HandshakeContext(s.baseCtx); err != nil {
+		s.noteHandshakeError(hostport, err)
+		tlsConn.Close()
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	s.innerLn.deliver(&servedConn{Conn: tlsConn, s: s, tun: tun})
+}
+
+// noteHandshakeError logs a failed TLS handshake with a client, at most
+// once a second; the usual cause is a client that does not trust the CA.
+func (s *Server) noteHandshakeError(hostport string, err error) {
+	n := s.handshakeErrors.Add(1)
+	now := time.Now().UnixNano()
+	last := s.lastHandshakeLog.Load()
+	if now-last >= int64(time.Second) && s.lastHandshakeLog.CompareAndSwap(last, now) {
+		s.logger.Info("TLS handshake with client failed (does the client trust the proxy's CA certificate?)",
+			"connect", hostport, "err", err, "handshake_errors_total", n)
+	}
 }
 
 // validHostName accepts DNS names (letters, digits, '-', '_', dots between
