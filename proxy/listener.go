@@ -32,17 +32,24 @@ type limitListener struct {
 	refused atomic.Int64
 	wg      sync.WaitGroup
 
-	logger      *slog.Logger
-	lastWarning atomic.Int64 // unix nanos of the last refusal logged
+	logger     *slog.Logger
+	refusedLog everySecond
 }
 
-// noteRefused counts a refused connection and logs, at most once a second,
-// so that a flood does not flood the log too.
+// everySecond lets a log line through at most once a second, so that a
+// flood of bad connections does not flood the log too.
+type everySecond struct{ last atomic.Int64 }
+
+func (e *everySecond) allow() bool {
+	now := time.Now().UnixNano()
+	last := e.last.Load()
+	return now-last >= int64(time.Second) && e.last.CompareAndSwap(last, now)
+}
+
+// noteRefused counts a refused connection and logs it.
 func (l *limitListener) noteRefused(c net.Conn, reason string) {
 	n := l.refused.Add(1)
-	now := time.Now().UnixNano()
-	last := l.lastWarning.Load()
-	if now-last >= int64(time.Second) && l.lastWarning.CompareAndSwap(last, now) {
+	if l.refusedLog.allow() {
 		l.logger.Warn("refusing connections with 503: all --max-conns slots busy",
 			"reason", reason, "max_conns", cap(l.slots), "waiting", l.waiting.Load(),
 			"refused_total", n, "remote", c.RemoteAddr().String())

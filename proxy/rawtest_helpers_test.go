@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
 )
 
@@ -45,20 +48,45 @@ func newRawOrigin(t *testing.T, useTLS bool, responses map[string]rawResponse) *
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{testCert(t)}})
 	}
 	o := &rawOrigin{ln: ln, responses: responses}
-	o.wg.Add(1)
+	serveConns(t, ln, &o.wg, func(c net.Conn) { o.serve(c) })
+	return o
+}
+
+// serveConns runs serve for each connection accepted on ln, in its own
+// goroutine, until the test ends; then it closes ln and waits for them.
+func serveConns(t *testing.T, ln net.Listener, wg *sync.WaitGroup, serve func(net.Conn)) {
+	wg.Add(1)
 	go func() {
-		defer o.wg.Done()
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			o.wg.Add(1)
-			go func() { defer o.wg.Done(); o.serve(c) }()
+			wg.Add(1)
+			go func() { defer wg.Done(); serve(c) }()
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); o.wg.Wait() })
-	return o
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+}
+
+// mitmGet sends raw (a request head) through a CONNECT tunnel to addr,
+// speaking TLS with the given server name and trusting the proxy's CA,
+// after keeping the tunnel silent for delay.
+func mitmGet(t *testing.T, p *proxytest.Proxy, addr, serverName string, delay time.Duration, raw string) (*http.Response, string) {
+	t.Helper()
+	tun, err := dialConnect(t.Context(), p.URL.Host, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { tun.Close() })
+	time.Sleep(delay)
+	tc := tls.Client(tun, &tls.Config{RootCAs: p.CAPool, ServerName: serverName})
+	require.NoError(t, tc.Handshake())
+	_, _ = io.WriteString(tc, raw)
+	_ = tc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
 }
 
 func (o *rawOrigin) addr() string { return o.ln.Addr().String() }

@@ -44,31 +44,18 @@ func newScriptOrigin(t *testing.T, serve func(o *scriptOrigin, n int64, c net.Co
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	o := &scriptOrigin{ln: ln, stop: make(chan struct{})}
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n := o.conns.Add(1)
-			o.wg.Add(1)
-			go func() {
-				defer o.wg.Done()
-				defer c.Close()
-				serve(o, n, c, bufio.NewReader(c))
-			}()
-		}
-	}()
+	serveConns(t, ln, &o.wg, func(c net.Conn) {
+		defer c.Close()
+		serve(o, o.conns.Add(1), c, bufio.NewReader(c))
+	})
+	// Registered after serveConns' cleanup, so it runs first: scripts
+	// waiting on stop end before the listener's wait.
 	t.Cleanup(func() {
 		select {
 		case <-o.stop:
 		default:
 			close(o.stop)
 		}
-		ln.Close()
-		o.wg.Wait()
 	})
 	return o
 }
@@ -495,17 +482,8 @@ func TestStalePreconn(t *testing.T) {
 	defer origin.Close()
 	p := proxytest.Start(t, nil)
 	addr := strings.TrimPrefix(origin.URL, "https://")
-	tun, err := dialConnect(t.Context(), p.URL.Host, addr)
-	require.NoError(t, err)
-	defer tun.Close()
-	time.Sleep(time.Second) // the client's first request comes a second later
-	tc := tls.Client(tun, &tls.Config{RootCAs: p.CAPool, ServerName: "127.0.0.1"})
-	require.NoError(t, tc.Handshake())
-	_, _ = io.WriteString(tc, "GET /late HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-	_ = tc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
+	// The client's first request comes a second later.
+	resp, body := mitmGet(t, p, addr, "127.0.0.1", time.Second, "GET /late HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 }
 
@@ -612,16 +590,7 @@ func TestUpstreamSNI(t *testing.T) {
 	defer origin.Close()
 	p := proxytest.Start(t, nil)
 	addr := strings.TrimPrefix(origin.URL, "https://")
-	tun, err := dialConnect(t.Context(), p.URL.Host, addr)
-	require.NoError(t, err)
-	defer tun.Close()
-	tc := tls.Client(tun, &tls.Config{RootCAs: p.CAPool, ServerName: "site.example"})
-	require.NoError(t, tc.Handshake())
-	_, _ = io.WriteString(tc, "GET / HTTP/1.1\r\nHost: site.example\r\n\r\n")
-	_ = tc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
+	resp, body := mitmGet(t, p, addr, "site.example", 0, "GET / HTTP/1.1\r\nHost: site.example\r\n\r\n")
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 }
 

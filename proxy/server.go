@@ -88,10 +88,10 @@ type Server struct {
 	notArchived   atomic.Int64
 	captureErrors atomic.Int64
 
-	clientErrors     atomic.Int64
-	lastClientErrLog atomic.Int64
-	handshakeErrors  atomic.Int64
-	lastHandshakeLog atomic.Int64
+	clientErrors    atomic.Int64
+	clientErrLog    everySecond
+	handshakeErrors atomic.Int64
+	handshakeLog    everySecond
 }
 
 // New validates opts and builds a Server; Serve starts it.
@@ -227,9 +227,7 @@ func (c *servedConn) CloseWrite() error {
 // once a second so that a hostile client cannot flood the log.
 func (s *Server) noteClientError(c net.Conn, status string) {
 	n := s.clientErrors.Add(1)
-	now := time.Now().UnixNano()
-	last := s.lastClientErrLog.Load()
-	if now-last >= int64(time.Second) && s.lastClientErrLog.CompareAndSwap(last, now) {
+	if s.clientErrLog.allow() {
 		s.logger.Info("rejected a malformed client request", "status", status,
 			"remote", c.RemoteAddr().String(), "client_errors_total", n)
 	}

@@ -110,9 +110,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 // once a second; the usual cause is a client that does not trust the CA.
 func (s *Server) noteHandshakeError(hostport string, err error) {
 	n := s.handshakeErrors.Add(1)
-	now := time.Now().UnixNano()
-	last := s.lastHandshakeLog.Load()
-	if now-last >= int64(time.Second) && s.lastHandshakeLog.CompareAndSwap(last, now) {
+	if s.handshakeLog.allow() {
 		s.logger.Info("TLS handshake with client failed (does the client trust the proxy's CA certificate?)",
 			"connect", hostport, "err", err, "handshake_errors_total", n)
 	}
