@@ -133,13 +133,15 @@ func TestShutdownCutsTricklingOriginHead(t *testing.T) {
 	start := time.Now()
 	go func() { done <- p.App.Shutdown(ctx, ctx) }()
 	select {
-	case <-done:
+	case err := <-done:
 		t.Logf("shutdown returned after %s", time.Since(start))
+		require.ErrorIs(t, err, context.DeadlineExceeded, "a forced shutdown says so")
 	case <-time.After(14 * time.Second):
 		t.Errorf("Shutdown with a 1 s deadline still blocked after %s: forward is stuck in roundTrip, "+
 			"which never looks at the request context", time.Since(start).Round(time.Second))
 		close(origin.stop) // let it unwind
-		<-done
+		err := <-done
+		t.Logf("shutdown finally returned: %v", err)
 	}
 }
 

@@ -128,7 +128,9 @@ func validHostName(h string) bool {
 	}
 	for i := 0; i < len(h); i++ {
 		c := h[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
+		default:
 			return false
 		}
 	}
