@@ -528,6 +528,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 			}
 		}
 		putBuf(headBuf)
+		if ctx.Err() != nil {
+			// The client left (or a forced shutdown came) first: not the
+			// origin's fault, and nobody to answer.
+			s.logger.Debug("client gone before the response", "url", t.uri(), "err", err)
+			return
+		}
 		s.upstreamError(w, r, t, err)
 		return
 	}
