@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/spool"
 	"github.com/warcproxy/warcproxy/writer"
@@ -60,14 +62,19 @@ type Options struct {
 	Version string
 	// Status, if set, adds fields (writer figures) to /status.
 	Status func(map[string]any)
+	// Registerer, if not nil, gets the proxy's Prometheus metrics;
+	// Metrics, if not nil, serves /metrics on the proxy port.
+	Registerer prometheus.Registerer
+	Metrics    http.Handler
 }
 
 // Server is the proxy.
 type Server struct {
-	opts   Options
-	logger *slog.Logger
-	up     *upstream
-	tlsCfg *tls.Config
+	opts    Options
+	logger  *slog.Logger
+	metrics *metrics // nil without Options.Registerer
+	up      *upstream
+	tlsCfg  *tls.Config
 
 	outer, inner *http.Server
 	ll           *limitListener
@@ -122,6 +129,12 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 		startTime: time.Now(),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	if opts.Registerer != nil {
+		var err error
+		if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
+			return nil, fmt.Errorf("proxy: registering metrics: %w", err)
+		}
+	}
 	s.tlsCfg = &tls.Config{
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -278,6 +291,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Addr is the address the proxy listens on (after Serve started).
 func (s *Server) Addr() *net.TCPAddr { return s.addr }
+
+// URLsProcessed counts exchanges the proxy completed, archived or not.
+func (s *Server) URLsProcessed() int64 { return s.urlsProcessed.Load() }
 
 // ConnStats reports connections holding a slot, waiting for one, and
 // refused after waiting.
@@ -544,6 +560,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		stop()
 		ex.resEnd = c.consumed()
+		s.metrics.response(ex.resEnd - ex.resStart)
 		queued = s.enqueue(ex, archive)
 		return func() { s.splice(w, c, resp) }
 	}
@@ -572,6 +589,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		}
 	}
 	ex.resEnd = c.consumed()
+	s.metrics.response(ex.resEnd - ex.resStart)
 	if ex.truncated != "" || c.br.Buffered() > 0 {
 		reusable = false
 	}
@@ -669,59 +687,75 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	s.urlsProcessed.Add(1)
 	if !archive {
 		s.notArchived.Add(1)
+		s.metrics.capture(resultNotArchived)
 		return false
 	}
 	capture, err := ex.capture(s.opts.Prefix, s.opts.Digest, s.opts.Base32)
 	if err != nil {
 		s.captureErrors.Add(1)
+		s.metrics.capture(resultFailed)
 		s.logger.Error("capture not archived", "url", ex.targetURI, "err", err)
 		return false
+	}
+	if s.metrics != nil {
+		release, start := capture.Done, ex.start
+		capture.Done = func(err error) {
+			if err == nil {
+				s.metrics.captured(start)
+			}
+			release(err)
+		}
 	}
 	// Wait for room however long it takes (back-pressure), even during a
 	// forced shutdown: what was read is still written, marked truncated.
 	// Only a pool that is closed refuses.
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
 		s.captureErrors.Add(1)
+		s.metrics.capture(resultFailed)
 		s.logger.Error("capture not archived: writer queue refused it", "url", ex.targetURI, "err", err)
 		return false
 	}
+	s.metrics.capture(resultArchived)
 	return true
 }
 
 // upstreamError answers the client when the origin could not be reached or
 // did not answer properly.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, t *target, err error) {
-	status, kind := classifyUpstreamError(err)
+	status, kind, label := classifyUpstreamError(err)
+	s.metrics.upstreamError(label)
 	s.logger.Info("upstream error", "url", t.uri(), "kind", kind, "err", err)
 	textError(w, status, fmt.Sprintf("warcproxy: %s fetching %s: %v", kind, t.uri(), err))
 }
 
-func classifyUpstreamError(err error) (int, string) {
+// classifyUpstreamError gives the status for the client, a phrase for the
+// message and the kind label for the metric.
+func classifyUpstreamError(err error) (status int, phrase, kind string) {
 	var dnsErr *net.DNSError
 	var tlsErr *tlsError
 	var ne net.Error
 	var cbe *clientBodyError
 	switch {
 	case errors.As(err, &cbe):
-		return http.StatusBadRequest, "client error"
+		return http.StatusBadRequest, "client error", "client"
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsTimeout {
-			return http.StatusGatewayTimeout, "DNS timeout"
+			return http.StatusGatewayTimeout, "DNS timeout", "dns"
 		}
-		return http.StatusBadGateway, "DNS lookup failed"
+		return http.StatusBadGateway, "DNS lookup failed", "dns"
 	case errors.As(err, &tlsErr):
 		if errors.As(err, &ne) && ne.Timeout() {
-			return http.StatusGatewayTimeout, "TLS handshake timeout"
+			return http.StatusGatewayTimeout, "TLS handshake timeout", "timeout"
 		}
-		return http.StatusBadGateway, "TLS handshake failed"
+		return http.StatusBadGateway, "TLS handshake failed", "tls"
 	case errors.As(err, &ne) && ne.Timeout():
-		return http.StatusGatewayTimeout, "upstream timeout"
-	case errors.Is(err, errResponseHeadTooLarge), errors.Is(err, errUpstreamNotHTTP):
-		return http.StatusBadGateway, "bad upstream response"
+		return http.StatusGatewayTimeout, "upstream timeout", "timeout"
+	case errors.Is(err, errResponseHeadTooLarge), errors.Is(err, errUpstreamNotHTTP), errors.Is(err, errTooManyInterim):
+		return http.StatusBadGateway, "bad upstream response", "bad_response"
 	case strings.Contains(err.Error(), "connection refused"):
-		return http.StatusBadGateway, "connection refused"
+		return http.StatusBadGateway, "connection refused", "refused"
 	}
-	return http.StatusBadGateway, "upstream error"
+	return http.StatusBadGateway, "upstream error", "other"
 }
 
 func textError(w http.ResponseWriter, status int, msg string) {
@@ -821,9 +855,20 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/status":
 		s.serveStatus(w)
+	case "/metrics":
+		if s.opts.Metrics == nil {
+			textError(w, http.StatusNotFound, "warcproxy: metrics are off")
+			return
+		}
+		s.opts.Metrics.ServeHTTP(w, r)
 	default:
-		textError(w, http.StatusNotFound, "warcproxy: this is a recording proxy; configure it as your client's HTTP and HTTPS proxy. Local endpoints: /status")
+		textError(w, http.StatusNotFound, "warcproxy: this is a recording proxy; configure it as your client's HTTP and HTTPS proxy. Local endpoints: /status, /metrics")
 	}
+}
+
+// StatusHandler serves the /status JSON (for a separate metrics listener).
+func (s *Server) StatusHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { s.serveStatus(w) })
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter) {

@@ -57,7 +57,8 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	pre, err := s.up.dialTCP(dctx, hostport)
 	cancel()
 	if err != nil {
-		status, kind := classifyUpstreamError(err)
+		status, kind, label := classifyUpstreamError(err)
+		s.metrics.upstreamError(label)
 		s.logger.Info("upstream error", "connect", hostport, "kind", kind, "err", err)
 		textError(w, status, fmt.Sprintf("warcproxy: %s connecting to %s: %v", kind, hostport, err))
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/warcproxy/warcproxy/internal/digest"
 )
@@ -36,6 +37,8 @@ const (
 type Options struct {
 	// Dir receives the WARC files; it is created if missing. Required.
 	Dir string
+	// Registerer, if not nil, gets the pool's Prometheus metrics.
+	Registerer prometheus.Registerer
 	// Prefix is used for captures whose Prefix is empty. Default
 	// DefaultPrefix.
 	Prefix string

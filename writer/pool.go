@@ -23,10 +23,11 @@ var errDropped = fmt.Errorf("%w: capture dropped at shutdown", ErrClosed)
 // Pool writes captures to WARC files. Its methods are safe for concurrent
 // use.
 type Pool struct {
-	opts  Options
-	log   *slog.Logger
-	queue chan *Capture
-	names *namer
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics // nil without Options.Registerer
+	queue   chan *Capture
+	names   *namer
 	// warcinfo block (the same in every file) and its digest.
 	warcinfoBlock  []byte
 	warcinfoDigest string
@@ -82,6 +83,12 @@ func New(opts Options, logger *slog.Logger) (*Pool, error) {
 		closing: make(chan struct{}),
 		abort:   make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if o.Registerer != nil {
+		p.metrics = newMetrics(p)
+		if err := o.Registerer.Register(p.metrics); err != nil {
+			return nil, fmt.Errorf("writer: registering metrics: %w", err)
+		}
 	}
 	p.warcinfoBlock = warcinfoBlock(o)
 	p.warcinfoDigest = o.Digest.Of(p.warcinfoBlock, o.Base32)

@@ -189,6 +189,7 @@ func (w *worker) handle(c *Capture) {
 	}
 
 	start := wf.out.Size()
+	began := time.Now()
 	for i := range c.Records {
 		if err := w.writeRecord(wf, &c.Records[i]); err != nil {
 			var rerr *readError
@@ -211,6 +212,7 @@ func (w *worker) handle(c *Capture) {
 	}
 	wf.captures++
 	wf.lastWrite = time.Now()
+	w.p.metrics.observeWrite(began)
 	wf.pending = append(wf.pending, pending{c: c, end: wf.out.Size()})
 	w.backoff = 0
 	w.ack(wf)

@@ -13,9 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/internal/rates"
 	"github.com/warcproxy/warcproxy/internal/spool"
 	"github.com/warcproxy/warcproxy/proxy"
 	"github.com/warcproxy/warcproxy/writer"
@@ -26,9 +32,15 @@ type App struct {
 	cfg    config.Config
 	logger *slog.Logger
 	ln     net.Listener
+	mln    net.Listener // --metrics-address, or nil
+	msrv   *http.Server
+	rates  *rates.Tracker
 	CA     *proxy.CA
-	Pool   *writer.Pool // nil with --prefix -
-	Proxy  *proxy.Server
+	// Registry holds every metric of this instance (Go and process
+	// collectors included); /metrics serves it.
+	Registry *prometheus.Registry
+	Pool     *writer.Pool // nil with --prefix -
+	Proxy    *proxy.Server
 
 	spoolDir string
 }
@@ -63,7 +75,10 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	a := &App{cfg: cfg, logger: logger, ln: ln, CA: ca, spoolDir: tmpDir}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a := &App{cfg: cfg, logger: logger, ln: ln, CA: ca, spoolDir: tmpDir, Registry: reg}
+	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	var queue proxy.Queue
 	if cfg.Prefix != "-" {
 		a.Pool, err = writer.New(writer.Options{
@@ -81,6 +96,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 			RolloverIdle:     cfg.RolloverIdleTime,
 			Software:         "warcproxy/" + version,
 			Port:             port,
+			Registerer:       reg,
 		}, logger.With("component", "writer"))
 		if err != nil {
 			ln.Close()
@@ -107,13 +123,56 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		VerifyUpstreamTLS: cfg.VerifyUpstreamTLS,
 		Version:           version,
 		Status:            a.status,
+		Registerer:        reg,
+		Metrics:           metricsHandler,
 	}, logger.With("component", "proxy"))
 	if err != nil {
 		_ = a.closePool(context.Background())
 		ln.Close()
 		return nil, err
 	}
+	a.rates = rates.New(a.rateSample)
+	for _, g := range []struct {
+		name, help string
+		rate       func(rates.Rate) float64
+	}{
+		{"warcproxy_proxy_urls_per_second_1m", "URLs processed per second, averaged over the last minute (use rate() on warcproxy_proxy_captures_total in PromQL).",
+			func(r rates.Rate) float64 { return r.URLsPerSec }},
+		{"warcproxy_writer_bytes_per_second_1m", "WARC bytes written per second, averaged over the last minute (use rate() on warcproxy_writer_bytes_total in PromQL).",
+			func(r rates.Rate) float64 { return r.WARCBytesPerSec }},
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help},
+			func() float64 { return g.rate(a.rates.Over(time.Minute)) }))
+	}
+	if cfg.MetricsAddress != "" {
+		if a.mln, err = net.Listen("tcp", cfg.MetricsAddress); err != nil {
+			_ = a.closePool(context.Background())
+			ln.Close()
+			return nil, fmt.Errorf("listening for metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metricsHandler)
+		mux.Handle("/status", a.Proxy.StatusHandler())
+		a.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	a.rates.Start() // stopped by Shutdown
 	return a, nil
+}
+
+// MetricsAddr is the --metrics-address listener's address, or nil.
+func (a *App) MetricsAddr() net.Addr {
+	if a.mln == nil {
+		return nil
+	}
+	return a.mln.Addr()
+}
+
+func (a *App) rateSample() rates.Sample {
+	s := rates.Sample{URLs: a.Proxy.URLsProcessed()}
+	if a.Pool != nil {
+		s.WARCBytes = int64(a.Pool.Stats().BytesWritten)
+	}
+	return s
 }
 
 // Addr is the bound proxy address.
@@ -128,6 +187,14 @@ func (a *App) Serve() error {
 		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
 		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
 		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns, "pid", os.Getpid())
+	if a.msrv != nil {
+		a.logger.Info("serving /metrics and /status", "address", a.mln.Addr().String())
+		go func() {
+			if err := a.msrv.Serve(a.mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.logger.Error("metrics listener failed", "err", err)
+			}
+		}()
+	}
 	err := a.Proxy.Serve(a.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -146,6 +213,11 @@ func (a *App) Shutdown(ctx, drainCtx context.Context) error {
 	}
 	errPool := a.closePool(drainCtx)
 	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
+	a.rates.Stop()
+	if a.msrv != nil {
+		// Last, so a scrape can watch the drain.
+		_ = a.msrv.Close()
+	}
 	if errPool == nil {
 		a.logger.Info("shutdown complete: writer queue drained, WARC files closed")
 	}
@@ -160,6 +232,9 @@ func (a *App) closePool(ctx context.Context) error {
 }
 
 func (a *App) status(st map[string]any) {
+	st["rates_1min"] = a.rates.Over(time.Minute)
+	st["rates_5min"] = a.rates.Over(5 * time.Minute)
+	st["rates_15min"] = a.rates.Over(15 * time.Minute)
 	if a.Pool == nil {
 		st["queued_urls"] = 0
 		st["queue_max_size"] = 0

@@ -22,11 +22,13 @@ import (
 // The comments name the flag; see Usage or docs/configuration.md for what
 // each one means.
 type Config struct {
-	Address      string // --address, -b
-	Port         int    // --port, -p; 0 picks a free port
-	Dir          string // --dir, -d
-	Prefix       string // --prefix, -n; "-" proxies without archiving
-	WARCFilename string // --warc-filename, without extension
+	Address string // --address, -b
+	// MetricsAddress, if set, is a second listener for /metrics and /status.
+	MetricsAddress string // --metrics-address
+	Port           int    // --port, -p; 0 picks a free port
+	Dir            string // --dir, -d
+	Prefix         string // --prefix, -n; "-" proxies without archiving
+	WARCFilename   string // --warc-filename, without extension
 
 	Gzip            bool   // --gzip, -z
 	GzipLevel       int    // --gzip-level; 0 is the library default
@@ -151,6 +153,11 @@ func (c Config) Validate() error {
 		}
 	}
 
+	if c.MetricsAddress != "" {
+		if _, port, err := net.SplitHostPort(c.MetricsAddress); err != nil || port == "" {
+			bad("metrics-address", "%q: want host:port, e.g. 127.0.0.1:9100", c.MetricsAddress)
+		}
+	}
 	if host, _, err := net.SplitHostPort(c.Address); err == nil {
 		bad("address", "%q includes a port; give the host only (%q) and the port with --port", c.Address, host)
 	} else if strings.HasPrefix(c.Address, "[") {

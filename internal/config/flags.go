@@ -39,6 +39,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: `Address to listen on; "" or 0.0.0.0 listens on every interface.`},
 			{name: "port", aliases: []string{"p"}, metavar: "int", inFile: true, value: intValue{&c.Port},
 				help: "Port to listen on; 0 picks a free one."},
+			{name: "metrics-address", metavar: "host:port", inFile: true, value: stringValue{&c.MetricsAddress},
+				help: "Also serve /metrics (Prometheus) and /status on this address, e.g. 127.0.0.1:9100. They are always served on the proxy port too (origin-form requests)."},
 		}},
 		{"WARC files", []*option{
 			{name: "dir", aliases: []string{"d"}, metavar: "dir", inFile: true, value: stringValue{&c.Dir},
