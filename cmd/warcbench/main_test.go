@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/bench"
+)
+
+func TestRunJSON(t *testing.T) {
+	origin := httptest.NewServer(bench.NewOrigin())
+	defer origin.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	urlFile := filepath.Join(t.TempDir(), "urls.txt")
+	require.NoError(t, os.WriteFile(urlFile, []byte("# a comment\n"+origin.URL+"/status/500\n\n"), 0o600))
+
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{
+		"run", "--json", "-n", "9", "-c", "3", origin.URL + "/bytes/1KB", "--urls", urlFile, "http://" + dead + "/",
+	}, &stdout, &stderr)
+	require.Equal(t, 0, code, "errors counted are not a failure: %s", stderr.String())
+	var s bench.Summary
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
+	require.Equal(t, int64(9), s.Requests)
+	require.Equal(t, int64(3), s.Successes)
+	require.Equal(t, int64(6), s.Errors)
+	require.Equal(t, map[string]int64{bench.ErrStatus5xx: 3, bench.ErrDial: 3}, s.ErrorKinds)
+	require.Equal(t, map[string]int64{"200": 3, "500": 3}, s.Status)
+	require.Equal(t, int64(3*1024+3*len("500 Internal Server Error\n")), s.BodyBytes)
+	require.Equal(t, 1, strings.Count(stdout.String(), "\n"), "one JSON object, one line")
+
+	stdout.Reset()
+	code = realMain(context.Background(), []string{"run", "-n", "2", "--method", "HEAD", origin.URL + "/bytes/1KB"}, &stdout, &stderr)
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout.String(), "URLs/s")
+	require.Contains(t, stdout.String(), "p99")
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{nil, 2},
+		{[]string{"bogus"}, 2},
+		{[]string{"help"}, 0},
+		{[]string{"run", "--help"}, 0},
+		{[]string{"origin", "--help"}, 0},
+		{[]string{"run"}, 2},
+		{[]string{"run", "--nope", "http://127.0.0.1:1/"}, 2},
+		{[]string{"run", "--mode", "http9", "http://127.0.0.1:1/"}, 2},
+		{[]string{"run", "--method", "POST", "http://127.0.0.1:1/"}, 2},
+		{[]string{"run", "-c", "0", "http://127.0.0.1:1/"}, 2},
+		{[]string{"run", "ftp://127.0.0.1:1/"}, 2},
+		{[]string{"run", "--proxy", "127.0.0.1:8000", "http://127.0.0.1:1/"}, 2},
+		{[]string{"run", "--replay-target", "127.0.0.1:1", "http://127.0.0.1:1/"}, 2},
+		{[]string{"run", "--replay", "/nonexistent.warc.gz"}, 1},
+		{[]string{"origin", "extra"}, 2},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), c.args, &stdout, &stderr)
+		require.Equal(t, c.code, code, "%q: %s", c.args, stderr.String())
+	}
+}
+
+// TestOriginCommand starts the origin subcommand, reads the URLs it prints
+// and fetches from both.
+func TestOriginCommand(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain(ctx, []string{"origin", "--port", "0", "--tls-port", "0"}, pw, io.Discard)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var urls []string
+	for len(urls) < 2 && sc.Scan() {
+		urls = append(urls, sc.Text())
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	require.Len(t, urls, 2)
+	require.True(t, strings.HasPrefix(urls[0], "http://127.0.0.1:"), urls[0])
+	require.True(t, strings.HasPrefix(urls[1], "https://127.0.0.1:"), urls[1])
+
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"run", "--json", "--insecure", "-n", "4", "--mode", "new-conn", urls[0] + "/bytes/100", urls[1] + "/delay/1"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var s bench.Summary
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s))
+	require.Equal(t, int64(4), s.Successes, "%v", s.ErrorKinds)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("origin did not stop")
+	}
+}
