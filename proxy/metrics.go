@@ -22,6 +22,7 @@ var upstreamErrorKinds = []string{"dns", "refused", "timeout", "tls", "bad_respo
 // the request path, and functions reading state it keeps anyway.
 type metrics struct {
 	captures        *prometheus.CounterVec
+	byResult        map[string]prometheus.Counter // the children, looked up once
 	upstreamURLs    prometheus.Counter
 	upstreamBytes   prometheus.Counter
 	upstreamErrors  *prometheus.CounterVec
@@ -52,8 +53,9 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10), // 0.5ms .. 131s
 		}),
 	}
+	m.byResult = make(map[string]prometheus.Counter)
 	for _, r := range []string{resultArchived, resultRevisit, resultNotArchived, resultFailed} {
-		m.captures.WithLabelValues(r)
+		m.byResult[r] = m.captures.WithLabelValues(r)
 	}
 	for _, k := range upstreamErrorKinds {
 		m.upstreamErrors.WithLabelValues(k)
@@ -103,7 +105,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 
 func (m *metrics) capture(result string) {
 	if m != nil {
-		m.captures.WithLabelValues(result).Inc()
+		m.byResult[result].Inc()
 	}
 }
 
