@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,13 +117,26 @@ func makeText(n int) []byte {
 func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) { o.mux.ServeHTTP(w, r) }
 
 func (o *Origin) source(r *http.Request) ([]byte, bool) {
-	if r.URL.Query().Get("text") == "1" {
+	if queryFlag(r.URL.RawQuery, "text") {
 		return o.text, true
 	}
 	return o.random, false
 }
 
-func wantGzip(r *http.Request) bool { return r.URL.Query().Get("gzip") == "1" }
+func wantGzip(r *http.Request) bool { return queryFlag(r.URL.RawQuery, "gzip") }
+
+// queryFlag tells whether the raw query holds name=1, without building the
+// map url.Query would.
+func queryFlag(raw, name string) bool {
+	for raw != "" {
+		var part string
+		part, raw, _ = strings.Cut(raw, "&")
+		if k, v, _ := strings.Cut(part, "="); k == name && v == "1" {
+			return true
+		}
+	}
+	return false
+}
 
 // writeBody writes n bytes of src to w, starting at off and wrapping around.
 func writeBody(w io.Writer, src []byte, off int, n int64) error {
@@ -319,7 +333,6 @@ type OriginServer struct {
 	HTTP, HTTPS net.Listener // HTTPS is nil without a TLS port
 	Cert        tls.Certificate
 	origin      *Origin
-	servers     []*http.Server
 	logger      *slog.Logger
 }
 

@@ -85,13 +85,13 @@ func (c *RunConfig) Validate() error {
 
 // Result is what Run measured.
 type Result struct {
-	Requests  int64            `json:"requests"`  // completed, successful or not
-	Successes int64            `json:"successes"` // 1xx-3xx responses read to the end
-	Errors    map[string]int64 `json:"errors"`    // by kind (ErrDial, ...)
-	Status    map[int]int64    `json:"status"`    // responses by status code
-	BodyBytes int64            `json:"body_bytes"`
-	Elapsed   time.Duration    `json:"-"`
-	Latency   *Histogram       `json:"-"` // of requests that got a response
+	Requests  int64            // completed, successful or not
+	Successes int64            // 1xx-3xx responses read to the end
+	Errors    map[string]int64 // by kind (ErrDial, ...)
+	Status    map[int]int64    // responses by status code
+	BodyBytes int64
+	Elapsed   time.Duration
+	Latency   *Histogram // of requests that got a response
 }
 
 // worker holds one goroutine's tallies, merged at the end.

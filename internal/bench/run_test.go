@@ -157,14 +157,18 @@ func TestRunDuration(t *testing.T) {
 	require.Equal(t, res.Requests, res.Successes)
 }
 
-// TestRunModes counts the connections the origin accepts.
+// TestRunModes counts the connections the origin accepts: one per request
+// with new-conn, a handful for 20 requests at concurrency 2 with keepalive.
 func TestRunModes(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		for _, c := range []struct {
 			mode      string
 			wantConns func(n int64) bool
 		}{
-			{ModeKeepAlive, func(n int64) bool { return n >= 1 && n <= 2 }},
+			// net/http may dial a spare connection while another frees
+			// up, so a few more than the concurrency can appear; the
+			// point is that they are reused.
+			{ModeKeepAlive, func(n int64) bool { return n >= 1 && n <= 8 }},
 			{ModeNewConn, func(n int64) bool { return n == 20 }},
 		} {
 			t.Run(c.mode+map[bool]string{false: "/http", true: "/https"}[useTLS], func(t *testing.T) {
