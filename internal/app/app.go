@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -153,6 +154,13 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metricsHandler)
 		mux.Handle("/status", a.Proxy.StatusHandler())
+		if cfg.Pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		a.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	a.rates.Start() // stopped by Shutdown

@@ -194,3 +194,26 @@ func metricValue(t *testing.T, p *proxytest.Proxy, name, label, value string) fl
 	t.Fatalf("no %s{%s=%q}", name, label, value)
 	return 0
 }
+
+// TestPprofBehindFlag: the profiler is only on --metrics-address, and only
+// with --pprof.
+func TestPprofBehindFlag(t *testing.T) {
+	_, err := config.Parse([]string{"--pprof"}, io.Discard)
+	require.ErrorContains(t, err, "--metrics-address")
+
+	p := proxytest.Start(t, func(c *config.Config) { c.MetricsAddress = "127.0.0.1:0"; c.Pprof = true })
+	resp, err := http.Get("http://" + p.App.MetricsAddr().String() + "/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	resp, err = http.Get(p.URL.String() + "/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 404, resp.StatusCode, "never on the proxy port")
+
+	q := proxytest.Start(t, func(c *config.Config) { c.MetricsAddress = "127.0.0.1:0" })
+	resp, err = http.Get("http://" + q.App.MetricsAddr().String() + "/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 404, resp.StatusCode, "off without --pprof")
+}

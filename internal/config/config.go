@@ -25,6 +25,7 @@ type Config struct {
 	Address string // --address, -b
 	// MetricsAddress, if set, is a second listener for /metrics and /status.
 	MetricsAddress string // --metrics-address
+	Pprof          bool   // --pprof
 	Port           int    // --port, -p; 0 picks a free port
 	Dir            string // --dir, -d
 	Prefix         string // --prefix, -n; "-" proxies without archiving
@@ -153,6 +154,9 @@ func (c Config) Validate() error {
 		}
 	}
 
+	if c.Pprof && c.MetricsAddress == "" {
+		bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")
+	}
 	if c.MetricsAddress != "" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddress); err != nil || port == "" {
 			bad("metrics-address", "%q: want host:port, e.g. 127.0.0.1:9100", c.MetricsAddress)

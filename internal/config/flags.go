@@ -41,6 +41,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Port to listen on; 0 picks a free one."},
 			{name: "metrics-address", metavar: "host:port", inFile: true, value: stringValue{&c.MetricsAddress},
 				help: "Also serve /metrics (Prometheus) and /status on this address, e.g. 127.0.0.1:9100. They are always served on the proxy port too (origin-form requests)."},
+			{name: "pprof", inFile: true, value: boolValue{&c.Pprof},
+				help: "Serve Go's profiler under /debug/pprof/ on --metrics-address (which it needs), for profiling under load."},
 		}},
 		{"WARC files", []*option{
 			{name: "dir", aliases: []string{"d"}, metavar: "dir", inFile: true, value: stringValue{&c.Dir},
