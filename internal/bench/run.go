@@ -27,7 +27,7 @@ const (
 	ErrDial      = "dial"       // connecting to the origin or proxy failed
 	ErrTimeout   = "timeout"    // --timeout passed before the body was read
 	ErrTLS       = "tls"        // TLS handshake or verification failed
-	ErrProxy     = "proxy"      // the proxy refused the CONNECT
+	ErrProxy     = "proxy"      // the proxy answered CONNECT with neither 2xx, 4xx nor 5xx
 	ErrStatus4xx = "status_4xx" // a 4xx response
 	ErrStatus5xx = "status_5xx" // a 5xx response
 	ErrRead      = "read"       // the connection failed after it was made
@@ -125,6 +125,14 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	}
 	if cfg.Proxy != nil {
 		tr.Proxy = http.ProxyURL(cfg.Proxy)
+		// A refused CONNECT (502 when the origin is down) is counted by
+		// its status, as the same failure over plain HTTP would be.
+		tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
+			if res.StatusCode/100 != 2 {
+				return &connectError{status: res.StatusCode}
+			}
+			return nil
+		}
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{
@@ -219,6 +227,13 @@ func (w *worker) do(ctx context.Context, client *http.Client, cfg *RunConfig, t 
 		if ctx.Err() != nil {
 			return
 		}
+		var ce *connectError
+		if errors.As(err, &ce) {
+			w.res.Latency.Record(time.Since(start))
+			w.res.Status[ce.status]++
+			w.fail(statusKind(ce.status), lv)
+			return
+		}
 		w.fail(classify(err), lv)
 		return
 	}
@@ -239,16 +254,32 @@ func (w *worker) do(ctx context.Context, client *http.Client, cfg *RunConfig, t 
 	}
 	w.res.Latency.Record(time.Since(start))
 	w.res.Status[resp.StatusCode]++
-	switch {
-	case resp.StatusCode >= 500:
-		w.fail(ErrStatus5xx, lv)
-	case resp.StatusCode >= 400:
-		w.fail(ErrStatus4xx, lv)
-	default:
-		w.res.Requests++
-		w.res.Successes++
-		lv.requests.Add(1)
+	if kind := statusKind(resp.StatusCode); kind != "" {
+		w.fail(kind, lv)
+		return
 	}
+	w.res.Requests++
+	w.res.Successes++
+	lv.requests.Add(1)
+}
+
+// statusKind is the error kind of a response status, "" for success.
+func statusKind(code int) string {
+	switch {
+	case code >= 500:
+		return ErrStatus5xx
+	case code >= 400:
+		return ErrStatus4xx
+	default:
+		return ""
+	}
+}
+
+// connectError is a CONNECT the proxy answered with a non-2xx status.
+type connectError struct{ status int }
+
+func (e *connectError) Error() string {
+	return fmt.Sprintf("proxy answered CONNECT with %d %s", e.status, http.StatusText(e.status))
 }
 
 func (w *worker) fail(kind string, lv *live) {
@@ -281,8 +312,8 @@ func classify(err error) string {
 	if errors.As(err, &verr) || errors.As(err, &rherr) || errors.As(err, &aerr) || errors.As(err, &uerr) || errors.As(err, &herr) {
 		return ErrTLS
 	}
-	var uerrURL *url.Error
-	if errors.As(err, &uerrURL) && uerrURL.Op == "Proxy" {
+	var ce *connectError
+	if errors.As(err, &ce) {
 		return ErrProxy
 	}
 	return ErrRead

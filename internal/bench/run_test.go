@@ -226,6 +226,15 @@ func TestRunThroughProxy(t *testing.T) {
 		require.Equal(t, cfg.N, res.Successes, "%s: %v", mode, res.Errors)
 		require.Empty(t, res.Errors)
 	}
+
+	// An unreachable origin is a 502 from the proxy, plain or CONNECT.
+	cfg := baseConfig(targets(t, "http://"+closedPort(t)+"/x", "https://"+closedPort(t)+"/x"), 4)
+	cfg.Proxy = p.URL
+	cfg.Insecure = true
+	res, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{ErrStatus5xx: 4}, res.Errors)
+	require.Equal(t, map[int]int64{http.StatusBadGateway: 4}, res.Status)
 	p.Stop()
 
 	want := map[string]int{}
@@ -260,8 +269,8 @@ func TestRunThroughProxy(t *testing.T) {
 		require.Empty(t, x.Header.Get("Host"))
 		require.Empty(t, x.Header.Get("Connection"))
 	}
-	cfg := baseConfig(tg, int64(len(tg)))
-	res, err := Run(context.Background(), cfg)
+	cfg = baseConfig(tg, int64(len(tg)))
+	res, err = Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Equal(t, int64(len(tg)), res.Successes, "%v", res.Errors)
 
