@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/bench"
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
 )
 
 func TestRunJSON(t *testing.T) {
@@ -114,4 +116,40 @@ func TestOriginCommand(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("origin did not stop")
 	}
+}
+
+// TestRunProxyAndReplay loads a real warcproxy through the command, then
+// replays the WARCs it wrote with --replay and --replay-target.
+func TestRunProxyAndReplay(t *testing.T) {
+	origin := httptest.NewServer(bench.NewOrigin())
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"run", "--json", "--proxy", p.URL.String(), "-n", "6", origin.URL + "/bytes/1KB", origin.URL + "/status/404"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var s bench.Summary
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s))
+	require.Equal(t, int64(3), s.Successes)
+	require.Equal(t, map[string]int64{bench.ErrStatus4xx: 3}, s.ErrorKinds)
+	p.Stop()
+	responses := 0
+	for _, r := range warccheck.Dir(t, p.Dir) {
+		if r.Type == "response" {
+			responses++
+		}
+	}
+	require.Equal(t, 6, responses, "one response record per request")
+
+	files, err := filepath.Glob(filepath.Join(p.Dir, "*.warc*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	replayTo := httptest.NewServer(bench.NewOrigin())
+	defer replayTo.Close()
+	args := append([]string{"run", "--json", "-n", "6", "--replay-target", replayTo.Listener.Addr().String(), "--replay"}, files...)
+	stdout.Reset()
+	code = realMain(context.Background(), args, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s))
+	require.Equal(t, int64(6), s.Requests)
+	require.Equal(t, map[string]int64{"200": 3, "404": 3}, s.Status)
 }
