@@ -1,6 +1,6 @@
 # warcproxy: build, run and check.
 #
-#   make build   bin/warcproxy, version from `git describe`
+#   make build   bin/warcproxy and bin/warcbench, version from `git describe`
 #   make run     build, then proxy on 127.0.0.1:8000 writing into ./warcs
 #   make test    go vet, then every test with the race detector (what CI runs)
 #   make bench   benchmarks only
@@ -27,6 +27,7 @@ TOOL := $(GO) tool -modfile=tools/go.mod
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/warcproxy ./cmd/warcproxy
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/warcbench ./cmd/warcbench
 
 run: build
 	./bin/warcproxy --address 127.0.0.1 --port 8000 --dir ./warcs
