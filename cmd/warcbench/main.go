@@ -1,9 +1,10 @@
 // Command warcbench loads HTTP servers and proxies, warcproxy in
 // particular: `origin` serves synthetic bodies, `run` makes load, direct or
-// through a proxy, from URLs or by replaying the requests of WARC files.
+// through a proxy, from URLs or by replaying the requests of WARC files;
+// `sweep` runs the proxy binary over a grid of settings and tabulates it.
 // This file only parses flags and dispatches; the work is in
 // internal/bench. Exit codes: 0 done (even with errors counted), 1 runtime
-// failure, 2 bad flags.
+// failure (or, for sweep, a failed records check), 2 bad flags.
 package main
 
 import (
@@ -29,6 +30,7 @@ const usage = `Usage: warcbench COMMAND [flags]
 Commands:
   origin   serve synthetic bodies over HTTP and HTTPS (a load target)
   run      make load, direct or through a proxy, and report URLs/s, MB/s, latency
+  sweep    start the proxy for each combination of settings, load it, check its WARCs
 
 Run warcbench COMMAND --help for the flags of a command.
 `
@@ -50,6 +52,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return origin(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runLoad(ctx, args[1:], stdout, stderr)
+	case "sweep":
+		return sweep(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
