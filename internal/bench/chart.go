@@ -23,7 +23,7 @@ func WriteSweepSVG(w io.Writer, rows []SweepRow) error {
 	const (
 		barH, gap   = 18, 6
 		charW       = 7.2 // monospace 12px
-		top, bottom = 40, 40
+		top, bottom = 40, 60
 		plotW       = 520
 		valueW      = 80
 	)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// proxyBin is the warcproxy binary TestMain builds for the sweep tests.
+var proxyBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "warcbench-proxy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	proxyBin = filepath.Join(dir, "warcproxy")
+	out, err := exec.Command("go", "build", "-o", proxyBin, "github.com/warcproxy/warcproxy/cmd/warcproxy").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building warcproxy: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	return recs
+}
+
+func TestSweepCommand(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{
+		"sweep", "--proxy-bin", proxyBin, "--out", out, "-n", "30", "--concurrency", "4",
+		"--writer-workers", "1,2", "--tls", "false,true",
+	}, &stdout, &stderr)
+	require.Equal(t, 0, code, "%s\n%s", stdout.String(), stderr.String())
+	for _, s := range []string{"direct tls=false c=4", "prefix=- tls=true c=4", "workers=2 tls=true c=4", "records ok"} {
+		require.Contains(t, stdout.String(), s)
+	}
+	recs := readCSV(t, filepath.Join(out, "sweep.csv"))
+	require.Len(t, recs, 1+2*4, "header, then per tls value: direct, prefix=-, two proxy rows")
+	svg, err := os.ReadFile(filepath.Join(out, "sweep.svg"))
+	require.NoError(t, err)
+	require.Contains(t, string(svg), ">workers=1 tls=true c=4<")
+}
+
+func TestSweepCommandRecordsCheckFails(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{
+		"sweep", "--proxy-bin", proxyBin, "--out", out, "-n", "20", "--concurrency", "4",
+		"--writer-workers", "1", "--extra-args", "--method-filter POST",
+	}, &stdout, &stderr)
+	require.Equal(t, 1, code, "%s\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stderr.String(), "records check failed")
+	require.Contains(t, stdout.String(), "0 records for 20 successful requests")
+	recs := readCSV(t, filepath.Join(out, "sweep.csv"))
+	require.Len(t, recs, 1+3, "everything is written even when a check failed")
+	last := recs[len(recs)-1]
+	require.Equal(t, "false", last[10], "%q", last)
+}
+
+func TestSweepBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--proxy-bin", "/nonexistent/warcproxy"},
+		{"--proxy-bin", proxyBin, "--writer-workers", "1,x"},
+		{"--proxy-bin", proxyBin, "--gzip", "maybe"},
+		{"--proxy-bin", proxyBin, "--mode", "http3"},
+		{"--proxy-bin", proxyBin, "--path", "delay/1"},
+		{"--proxy-bin", proxyBin, "stray"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), append([]string{"sweep", "--out", t.TempDir()}, args...), &stdout, &stderr)
+		require.Equal(t, 2, code, "%q: %s", args, stderr.String())
+	}
+}
