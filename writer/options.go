@@ -68,6 +68,11 @@ type Options struct {
 	// QueueSize bounds the captures waiting for a worker. Default
 	// DefaultQueueSize.
 	QueueSize int
+	// QueueMaxBytes, if > 0, also bounds the block bytes of the captures
+	// waiting for a worker, so that large bodies cannot pile up a backlog
+	// (spooled on disk) that takes long to drain. A capture larger than
+	// the bound counts as the bound.
+	QueueMaxBytes int64
 	// RolloverSize closes a file once it holds this many bytes; a capture
 	// at least this large gets a file of its own. Default
 	// DefaultRolloverSize.

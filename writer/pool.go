@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // ErrClosed is returned by Enqueue once Close has been called, and wraps the
@@ -26,8 +28,10 @@ type Pool struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics // nil without Options.Registerer
-	queue   chan *Capture
-	names   *namer
+	// queueBytes bounds the bytes waiting in the queue (QueueMaxBytes).
+	queueBytes *semaphore.Weighted
+	queue      chan *Capture
+	names      *namer
 	// warcinfo block (the same in every file) and its digest.
 	warcinfoBlock  []byte
 	warcinfoDigest string
@@ -83,6 +87,9 @@ func New(opts Options, logger *slog.Logger) (*Pool, error) {
 		closing: make(chan struct{}),
 		abort:   make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if o.QueueMaxBytes > 0 {
+		p.queueBytes = semaphore.NewWeighted(o.QueueMaxBytes)
 	}
 	if o.Registerer != nil {
 		p.metrics = newMetrics(p)
@@ -148,6 +155,11 @@ func (p *Pool) Enqueue(ctx context.Context, c *Capture) error {
 	p.mu.RUnlock()
 	defer p.enqueuers.Done()
 
+	if p.queueBytes != nil {
+		if err := p.acquireBytes(ctx, c); err != nil {
+			return err
+		}
+	}
 	select {
 	case p.queue <- c:
 		// There was room: the queue is not full (unless others wait).
@@ -164,9 +176,53 @@ func (p *Pool) Enqueue(ctx context.Context, c *Capture) error {
 	case p.queue <- c:
 		return nil
 	case <-ctx.Done():
+		p.releaseBytes(c)
 		return ctx.Err()
 	case <-p.closing:
+		p.releaseBytes(c)
 		return ErrClosed
+	}
+}
+
+// queuedSize is what a capture weighs against QueueMaxBytes.
+func (p *Pool) queuedSize(c *Capture) int64 {
+	return min(max(rawSize(c), 1), p.opts.QueueMaxBytes)
+}
+
+// acquireBytes waits until the capture's bytes fit under QueueMaxBytes;
+// while it waits the queue counts as full.
+func (p *Pool) acquireBytes(ctx context.Context, c *Capture) error {
+	n := p.queuedSize(c)
+	if p.queueBytes.TryAcquire(n) {
+		return nil
+	}
+	p.waiters.Add(1)
+	defer p.waiters.Add(-1)
+	p.fullSince.CompareAndSwap(0, p.now())
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-p.closing:
+			cancel()
+		case <-stop:
+		}
+	}()
+	if err := p.queueBytes.Acquire(actx, n); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return ErrClosed
+	}
+	return nil
+}
+
+// releaseBytes gives back a capture's bytes when it leaves the queue.
+func (p *Pool) releaseBytes(c *Capture) {
+	if p.queueBytes != nil {
+		p.queueBytes.Release(p.queuedSize(c))
 	}
 }
 
@@ -195,7 +251,8 @@ func (p *Pool) FullFor() time.Duration {
 
 // dequeued is called by a worker after taking a capture: the queue has a
 // free slot unless a blocked enqueuer takes it.
-func (p *Pool) dequeued() {
+func (p *Pool) dequeued(c *Capture) {
+	p.releaseBytes(c)
 	if p.fullSince.Load() != 0 && p.waiters.Load() == 0 {
 		p.fullSince.Store(0)
 	}

@@ -131,7 +131,7 @@ func (w *worker) next() (*Capture, bool) {
 		select {
 		case c, ok := <-w.p.queue:
 			if ok {
-				w.p.dequeued()
+				w.p.dequeued(c)
 			}
 			return c, ok
 		case <-idle:
@@ -147,7 +147,7 @@ func (w *worker) next() (*Capture, bool) {
 		select {
 		case c, ok := <-w.p.queue:
 			if ok {
-				w.p.dequeued()
+				w.p.dequeued(c)
 			}
 			return c, ok
 		case <-idle:

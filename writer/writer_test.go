@@ -839,3 +839,52 @@ func TestFileWithoutCapturesIsRemoved(t *testing.T) {
 	require.Zero(t, s.FilesOpen)
 	require.Zero(t, s.BytesWritten)
 }
+
+// stallReader blocks every read until release is closed.
+type stallReader struct {
+	data    []byte
+	release chan struct{}
+}
+
+func (s *stallReader) ReadAt(p []byte, off int64) (int, error) {
+	<-s.release
+	return bytes.NewReader(s.data).ReadAt(p, off)
+}
+
+// TestQueueMaxBytes: with QueueMaxBytes, captures wait once the bytes in
+// the queue reach it, even with room for more captures; the queue counts
+// as full meanwhile, and nothing is lost.
+func TestQueueMaxBytes(t *testing.T) {
+	dir := t.TempDir()
+	p, err := New(Options{Dir: dir, Workers: 1, QueueSize: 100, QueueMaxBytes: 100}, nil)
+	require.NoError(t, err)
+	stall := &stallReader{data: bytes.Repeat([]byte("a"), 60), release: make(chan struct{})}
+	capture := func(i int, block io.ReaderAt) *Capture {
+		return &Capture{Records: []Record{{Type: "resource", TargetURI: fmt.Sprintf("urn:test:%d", i), ContentType: "text/plain",
+			Block: block, BlockLength: 60}}}
+	}
+	// The worker takes the first capture and stalls on it: its bytes have
+	// left the queue.
+	require.NoError(t, p.Enqueue(context.Background(), capture(0, stall)))
+	require.Eventually(t, func() bool { return p.Stats().QueueLen == 0 }, 5*time.Second, time.Millisecond)
+	plain := bytes.NewReader(stall.data)
+	require.NoError(t, p.Enqueue(context.Background(), capture(1, plain)), "60 of 100 bytes")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, p.Enqueue(ctx, capture(2, plain)), context.DeadlineExceeded, "120 bytes would pass 100")
+
+	done := make(chan error, 1)
+	go func() { done <- p.Enqueue(context.Background(), capture(3, plain)) }()
+	require.Eventually(t, func() bool { return p.FullFor() > 0 }, 5*time.Second, time.Millisecond,
+		"waiting on bytes counts as full")
+	close(stall.release)
+	require.NoError(t, <-done, "room comes back as the worker drains")
+	require.NoError(t, p.Close(context.Background()))
+	n := 0
+	for _, r := range warccheck.Dir(t, dir) {
+		if r.Type == "resource" {
+			n++
+		}
+	}
+	require.Equal(t, 3, n)
+}

@@ -93,6 +93,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 			Base32:           cfg.Base32,
 			Workers:          cfg.WriterWorkers,
 			QueueSize:        cfg.QueueSize,
+			QueueMaxBytes:    cfg.QueueMaxBytes,
 			RolloverSize:     cfg.RolloverSize,
 			RolloverIdle:     cfg.RolloverIdleTime,
 			Software:         "warcproxy/" + version,

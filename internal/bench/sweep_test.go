@@ -183,4 +183,3 @@ func requireWellFormedXML(t *testing.T, s string) {
 		require.NoError(t, err, s)
 	}
 }
-

@@ -48,6 +48,7 @@ type Config struct {
 
 	WriterWorkers    int           // --writer-workers, --writer-threads
 	QueueSize        int           // --queue-size
+	QueueMaxBytes    int64         // --queue-max-bytes
 	QueueFullTimeout time.Duration // --queue-full-timeout
 
 	RolloverSize     int64         // --rollover-size, -s, --size
@@ -96,6 +97,7 @@ func Default() Config {
 
 		WriterWorkers:    2,
 		QueueSize:        1000,
+		QueueMaxBytes:    256 << 20,
 		QueueFullTimeout: 10 * time.Second,
 
 		RolloverSize: 1_000_000_000,

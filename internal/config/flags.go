@@ -101,6 +101,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Goroutines writing WARC records, each to its own file."},
 			{name: "queue-size", metavar: "int", inFile: true, value: intValue{&c.QueueSize},
 				help: "Captures waiting for a writer. When it is full, connections with a capture to add wait; nothing is dropped."},
+			{name: "queue-max-bytes", metavar: "size", inFile: true, value: sizeValue{&c.QueueMaxBytes},
+				help: "Body bytes waiting for a writer, all captures together; past it, connections with a capture to add wait, as for --queue-size. Keeps large bodies from piling up a backlog that takes long to drain. 0: no limit."},
 			{name: "queue-full-timeout", metavar: "duration", inFile: true, value: durationValue{&c.QueueFullTimeout},
 				help: "Once the queue has been full this long, new requests are answered 503 before anything is fetched."},
 			{name: "tmp-file-max-memory", aliases: []string{"tmp-file-max-memory-size"}, metavar: "size", inFile: true, value: sizeValue{&c.TmpFileMaxMemory},
