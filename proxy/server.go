@@ -77,9 +77,9 @@ type Server struct {
 	tlsCfg  *tls.Config
 
 	outer, inner *http.Server
-	ll           *limitListener
+	ll           atomic.Pointer[limitListener]
 	innerLn      *chanListener
-	addr         *net.TCPAddr
+	addr         atomic.Pointer[net.TCPAddr] // set by Serve
 
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
@@ -182,12 +182,13 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 // http.ErrServerClosed after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
-		s.addr = a
+		s.addr.Store(a)
 	}
-	s.ll = newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout, s.logger)
+	ll := newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout, s.logger)
+	s.ll.Store(ll)
 	s.innerLn = newChanListener(ln.Addr())
 	go func() { _ = s.inner.Serve(s.innerLn) }()
-	return s.outer.Serve(servedListener{s.ll, s})
+	return s.outer.Serve(servedListener{ll, s})
 }
 
 // servedListener wraps every plain client connection in a servedConn.
@@ -281,16 +282,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.cancelBase()
-	if s.ll != nil {
-		s.ll.Close()
-		s.ll.wg.Wait()
+	if ll := s.ll.Load(); ll != nil {
+		ll.Close()
+		ll.wg.Wait()
 	}
 	s.up.closeIdle()
 	return err
 }
 
 // Addr is the address the proxy listens on (after Serve started).
-func (s *Server) Addr() *net.TCPAddr { return s.addr }
+func (s *Server) Addr() *net.TCPAddr { return s.addr.Load() }
 
 // URLsProcessed counts exchanges the proxy completed, archived or not.
 func (s *Server) URLsProcessed() int64 { return s.urlsProcessed.Load() }
@@ -298,10 +299,11 @@ func (s *Server) URLsProcessed() int64 { return s.urlsProcessed.Load() }
 // ConnStats reports connections holding a slot, waiting for one, and
 // refused after waiting.
 func (s *Server) ConnStats() (active, waiting, refused int64) {
-	if s.ll == nil {
+	ll := s.ll.Load()
+	if ll == nil {
 		return 0, 0, 0
 	}
-	return int64(s.ll.active()), s.ll.waiting.Load(), s.ll.refused.Load()
+	return int64(ll.active()), ll.waiting.Load(), ll.refused.Load()
 }
 
 type tunnelKey struct{}
@@ -407,21 +409,22 @@ func withPort(authority, scheme string) (hostport, host string) {
 
 // isSelf reports whether hostport names this proxy's own listening socket.
 func (s *Server) isSelf(hostport string) bool {
-	if s.addr == nil {
+	addr := s.addr.Load()
+	if addr == nil {
 		return false
 	}
 	host, port, err := net.SplitHostPort(hostport)
-	if err != nil || port != strconv.Itoa(s.addr.Port) {
+	if err != nil || port != strconv.Itoa(addr.Port) {
 		return false
 	}
 	if strings.EqualFold(host, "localhost") {
-		return s.addr.IP.IsLoopback() || s.addr.IP.IsUnspecified()
+		return addr.IP.IsLoopback() || addr.IP.IsUnspecified()
 	}
 	ip := net.ParseIP(host)
 	if ip == nil {
 		return false
 	}
-	return ip.Equal(s.addr.IP) || (s.addr.IP.IsUnspecified() && (ip.IsLoopback() || isLocalIP(ip)))
+	return ip.Equal(addr.IP) || (addr.IP.IsUnspecified() && (ip.IsLoopback() || isLocalIP(ip)))
 }
 
 func isLocalIP(ip net.IP) bool {
@@ -897,9 +900,9 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 		"prefix":                 s.opts.Prefix,
 		"queue_full_for_seconds": 0.0,
 	}
-	if s.addr != nil {
-		st["address"] = s.addr.IP.String()
-		st["port"] = s.addr.Port
+	if addr := s.addr.Load(); addr != nil {
+		st["address"] = addr.IP.String()
+		st["port"] = addr.Port
 	}
 	if s.opts.Queue != nil {
 		st["queue_full_for_seconds"] = s.opts.Queue.FullFor().Seconds()
