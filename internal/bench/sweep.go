@@ -627,14 +627,18 @@ func runProxyCase(ctx context.Context, cfg *SweepConfig, out string, caseNo int,
 // scanWARCs sums the sizes of the WARC files under dir and counts their
 // response and revisit records (one per capture), reading without
 // validation.
+// isWARCName reports whether name is a WARC file, closed or still open.
+func isWARCName(name string) bool {
+	name = strings.TrimSuffix(name, ".open")
+	return strings.HasSuffix(name, ".warc") || strings.HasSuffix(name, ".warc.gz")
+}
+
 func scanWARCs(dir string) (size, records int64, err error) {
 	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		name := d.Name()
-		if d.IsDir() || !(strings.HasSuffix(name, ".warc") || strings.HasSuffix(name, ".warc.gz") ||
-			strings.HasSuffix(name, ".warc.open") || strings.HasSuffix(name, ".warc.gz.open")) {
+		if d.IsDir() || !isWARCName(d.Name()) {
 			return nil
 		}
 		fi, err := d.Info()
