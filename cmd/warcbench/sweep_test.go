@@ -6,11 +6,12 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/testutil/gobuild"
 )
 
 // proxyBin is the warcproxy binary TestMain builds for the sweep tests.
@@ -21,18 +22,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "warcbench-proxy-")
+	bin, cleanup, err := gobuild.Binary("github.com/warcproxy/warcproxy/cmd/warcproxy")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	proxyBin = filepath.Join(dir, "warcproxy")
-	out, err := exec.Command("go", "build", "-o", proxyBin, "github.com/warcproxy/warcproxy/cmd/warcproxy").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building warcproxy: %v\n%s", err, out)
-		return 1
-	}
+	defer cleanup()
+	proxyBin = bin
 	return m.Run()
 }
 
