@@ -97,6 +97,7 @@ type exchange struct {
 	resEnd    int64
 	payload   payloadReader
 	truncated string
+	prefix    string // WARC prefix (the default or Warcprox-Meta's warc-prefix)
 }
 
 func (ex *exchange) discard() {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/spool"
+	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -109,7 +110,7 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 	if opts.Spooler == nil {
 		return nil, errors.New("proxy: no spooler")
 	}
-	if opts.Queue == nil && opts.Prefix != "-" {
+	if opts.Queue == nil {
 		return nil, errors.New("proxy: no writer queue")
 	}
 	if opts.MaxConns < 1 {
@@ -440,10 +441,39 @@ func isLocalIP(ip net.IP) bool {
 	return false
 }
 
-func (s *Server) archives(method string) bool {
-	if s.opts.Prefix == "-" {
-		return false
+// warcproxMeta reads the crawler's Warcprox-Meta header, if any, and
+// answers the request itself when the header is invalid (400) or a block
+// rule applies (403). It returns the WARC prefix to use ("-": don't
+// archive) and whether to go on.
+func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, t *target) (*warcproxmeta.Meta, string, bool) {
+	prefix := s.opts.Prefix
+	raw := r.Header.Values(warcproxmeta.HeaderName)
+	if len(raw) == 0 {
+		return nil, prefix, true
 	}
+	meta, err := warcproxmeta.Parse(strings.Join(raw, ","))
+	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
+		if perr := writer.CheckPrefix(*meta.WarcPrefix); perr != nil {
+			err = fmt.Errorf("%w: field \"warc-prefix\": %v", warcproxmeta.ErrInvalid, perr)
+		}
+	}
+	if err != nil {
+		s.logger.Info("bad Warcprox-Meta header", "url", t.uri(), "err", err)
+		textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
+		return nil, "", false
+	}
+	if rule := meta.BlockingRule(t.uri()); rule != nil {
+		w.Header().Set(warcproxmeta.HeaderName, `{"blocked-by-rule":`+string(rule.Raw)+`}`)
+		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+string(rule.Raw))
+		return nil, "", false
+	}
+	if meta.WarcPrefix != nil {
+		prefix = *meta.WarcPrefix
+	}
+	return meta, prefix, true
+}
+
+func (s *Server) methodArchived(method string) bool {
 	if len(s.opts.MethodFilter) == 0 {
 		return true
 	}
@@ -475,7 +505,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 
 	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method}
-	archive := s.archives(r.Method)
+	meta, prefix, ok := s.warcproxMeta(w, r, t)
+	if !ok {
+		return
+	}
+	archive := prefix != "-" && s.methodArchived(r.Method)
 	if archive {
 		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
 		ex.res = newRecorder(s.opts.Spooler, s.opts.Digest)
@@ -564,12 +598,17 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		stop()
 		ex.resEnd = c.consumed()
 		s.metrics.response(ex.resEnd - ex.resStart)
+		ex.prefix = prefix
 		queued = s.enqueue(ex, archive)
 		return func() { s.splice(w, c, resp) }
 	}
 
 	h := w.Header()
 	copyResponseHeaders(h, resp.Header)
+	if meta != nil && meta.Accepts("capture-metadata") {
+		// warcprox's form; the timestamp is the record's WARC-Date.
+		h.Set(warcproxmeta.HeaderName, `{"capture-metadata":{"timestamp":"`+ex.start.UTC().Format("2006-01-02T15:04:05Z")+`"}}`)
+	}
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = nil // don't let net/http add one the origin did not send
 	}
@@ -601,6 +640,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	} else {
 		c.conn.Close()
 	}
+	ex.prefix = prefix
 	queued = s.enqueue(ex, archive)
 	if s.logger.Enabled(ctx, slog.LevelDebug) {
 		s.logger.Debug("exchange", "method", r.Method, "url", ex.targetURI, "status", resp.StatusCode,
@@ -693,7 +733,7 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 		s.metrics.capture(resultNotArchived)
 		return false
 	}
-	capture, err := ex.capture(s.opts.Prefix, s.opts.Digest, s.opts.Base32)
+	capture, err := ex.capture(ex.prefix, s.opts.Digest, s.opts.Base32)
 	if err != nil {
 		s.captureErrors.Add(1)
 		s.metrics.capture(resultFailed)

@@ -40,7 +40,7 @@ type App struct {
 	// Registry holds every metric of this instance (Go and process
 	// collectors included); /metrics serves it.
 	Registry *prometheus.Registry
-	Pool     *writer.Pool // nil with --prefix -
+	Pool     *writer.Pool
 	Proxy    *proxy.Server
 
 	spoolDir string
@@ -80,36 +80,39 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a := &App{cfg: cfg, logger: logger, ln: ln, CA: ca, spoolDir: tmpDir, Registry: reg}
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-	var queue proxy.Queue
-	if cfg.Prefix != "-" {
-		a.Pool, err = writer.New(writer.Options{
-			Dir:              cfg.Dir,
-			Prefix:           cfg.Prefix,
-			FilenameTemplate: cfg.WARCFilename,
-			Gzip:             cfg.Gzip,
-			GzipLevel:        cfg.GzipLevel,
-			WARCVersion:      cfg.WARCVersion,
-			Digest:           alg,
-			Base32:           cfg.Base32,
-			Workers:          cfg.WriterWorkers,
-			QueueSize:        cfg.QueueSize,
-			QueueMaxBytes:    cfg.QueueMaxBytes,
-			RolloverSize:     cfg.RolloverSize,
-			RolloverIdle:     cfg.RolloverIdleTime,
-			Software:         "warcproxy/" + version,
-			Port:             port,
-			Registerer:       reg,
-		}, logger.With("component", "writer"))
-		if err != nil {
-			ln.Close()
-			return nil, err
-		}
-		queue = a.Pool
+	// The writer pool exists even with --prefix -: a request's
+	// Warcprox-Meta can still name a warc-prefix. It opens no file until a
+	// capture comes.
+	poolPrefix := cfg.Prefix
+	if poolPrefix == "-" {
+		poolPrefix = writer.DefaultPrefix
+	}
+	a.Pool, err = writer.New(writer.Options{
+		Dir:              cfg.Dir,
+		Prefix:           poolPrefix,
+		FilenameTemplate: cfg.WARCFilename,
+		Gzip:             cfg.Gzip,
+		GzipLevel:        cfg.GzipLevel,
+		WARCVersion:      cfg.WARCVersion,
+		Digest:           alg,
+		Base32:           cfg.Base32,
+		Workers:          cfg.WriterWorkers,
+		QueueSize:        cfg.QueueSize,
+		QueueMaxBytes:    cfg.QueueMaxBytes,
+		RolloverSize:     cfg.RolloverSize,
+		RolloverIdle:     cfg.RolloverIdleTime,
+		Software:         "warcproxy/" + version,
+		Port:             port,
+		Registerer:       reg,
+	}, logger.With("component", "writer"))
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
 	a.Proxy, err = proxy.New(proxy.Options{
 		CA:                ca,
 		Spooler:           sp,
-		Queue:             queue,
+		Queue:             a.Pool,
 		Prefix:            cfg.Prefix,
 		Digest:            alg,
 		Base32:            cfg.Base32,
@@ -177,11 +180,7 @@ func (a *App) MetricsAddr() net.Addr {
 }
 
 func (a *App) rateSample() rates.Sample {
-	s := rates.Sample{URLs: a.Proxy.URLsProcessed()}
-	if a.Pool != nil {
-		s.WARCBytes = int64(a.Pool.Stats().BytesWritten)
-	}
-	return s
+	return rates.Sample{URLs: a.Proxy.URLsProcessed(), WARCBytes: int64(a.Pool.Stats().BytesWritten)}
 }
 
 // Addr is the bound proxy address.
@@ -233,23 +232,12 @@ func (a *App) Shutdown(ctx, drainCtx context.Context) error {
 	return errors.Join(errProxy, errPool)
 }
 
-func (a *App) closePool(ctx context.Context) error {
-	if a.Pool == nil {
-		return nil
-	}
-	return a.Pool.Close(ctx)
-}
+func (a *App) closePool(ctx context.Context) error { return a.Pool.Close(ctx) }
 
 func (a *App) status(st map[string]any) {
 	st["rates_1min"] = a.rates.Over(time.Minute)
 	st["rates_5min"] = a.rates.Over(5 * time.Minute)
 	st["rates_15min"] = a.rates.Over(15 * time.Minute)
-	if a.Pool == nil {
-		st["queued_urls"] = 0
-		st["queue_max_size"] = 0
-		st["warc_bytes_written"] = int64(0)
-		return
-	}
 	ws := a.Pool.Stats()
 	st["queued_urls"] = ws.QueueLen
 	st["queue_max_size"] = ws.QueueCap

@@ -48,7 +48,7 @@ func groups(c *Config, sh *logShorthands) []group {
 			{name: "dir", aliases: []string{"d"}, metavar: "dir", inFile: true, value: stringValue{&c.Dir},
 				help: "Directory the WARC files are written to; created if missing."},
 			{name: "prefix", aliases: []string{"n"}, metavar: "string", inFile: true, value: stringValue{&c.Prefix},
-				help: "WARC file name prefix, the {prefix} of --warc-filename. As in warcprox, - proxies without archiving."},
+				help: "WARC file name prefix, the {prefix} of --warc-filename. As in warcprox, - proxies without archiving, except requests whose Warcprox-Meta header names a warc-prefix."},
 			{name: "warc-filename", metavar: "template", inFile: true, value: stringValue{&c.WARCFilename},
 				help: "WARC file name without its extension (.warc.gz or .warc is added). Placeholders: " +
 					"{prefix} {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname} {shorthostname} {port}; " +
