@@ -26,10 +26,13 @@ type Config struct {
 	// MetricsAddress, if set, is a second listener for /metrics and /status.
 	MetricsAddress string // --metrics-address
 	Pprof          bool   // --pprof
-	Port           int    // --port, -p; 0 picks a free port
-	Dir            string // --dir, -d
-	Prefix         string // --prefix, -n; "-" proxies without archiving
-	WARCFilename   string // --warc-filename, without extension
+	// warcprox's database files: only "" or /dev/null (none) for now.
+	DedupDBFile  string // --dedup-db-file, -j
+	StatsDBFile  string // --stats-db-file
+	Port         int    // --port, -p; 0 picks a free port
+	Dir          string // --dir, -d
+	Prefix       string // --prefix, -n; "-" proxies without archiving
+	WARCFilename string // --warc-filename, without extension
 
 	Gzip            bool   // --gzip, -z
 	GzipLevel       int    // --gzip-level; 0 is the library default
@@ -156,6 +159,11 @@ func (c Config) Validate() error {
 		}
 	}
 
+	for flag, v := range map[string]string{"dedup-db-file": c.DedupDBFile, "stats-db-file": c.StatsDBFile} {
+		if v != "" && v != "/dev/null" {
+			bad(flag, "%q: warcproxy has no deduplication or statistics database yet; only /dev/null (none, as warcprox takes it) is accepted", v)
+		}
+	}
 	if c.Pprof && c.MetricsAddress == "" {
 		bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,8 +216,10 @@ func TestParseErrorsNameTheFlag(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{[]string{"--no-such-flag"}, []string{"no-such-flag"}},
-		{[]string{"--dedup-db-file", "/dev/null"}, []string{"dedup-db-file", "warcprox option that warcproxy does not support"}},
-		{[]string{"-j", "/dev/null"}, []string{"-j", "warcprox option"}},
+		{[]string{"--dedup-db-file", "./warcprox.sqlite"}, []string{"dedup-db-file", "only /dev/null"}},
+		{[]string{"-j", "dedup.db"}, []string{"dedup-db-file", "only /dev/null"}},
+		{[]string{"--stats-db-file", "stats.db"}, []string{"stats-db-file", "only /dev/null"}},
+		{[]string{"--rethinkdb-dedup-url", "x"}, []string{"rethinkdb-dedup-url", "warcprox option"}},
 		{[]string{"--port"}, []string{"port", "argument"}},
 		{[]string{"--port", "http"}, []string{"port", `"http"`, "not an integer"}},
 		{[]string{"-p", "99999999999999999999"}, []string{"-p", "out of range"}},
@@ -430,4 +433,17 @@ func TestFileValueValidatedAfterFlags(t *testing.T) {
 	file = writeConfig(t, "port: http\n")
 	_, err = Parse([]string{"--config.file", file, "--port", "1"}, nil)
 	require.ErrorContains(t, err, "line 1: port")
+}
+
+// warcprox command lines often turn its databases off with /dev/null; they
+// run unchanged.
+func TestWarcproxDatabasesOff(t *testing.T) {
+	for _, args := range [][]string{
+		{"--dedup-db-file=/dev/null", "--stats-db-file", "/dev/null"},
+		{"-j", "/dev/null"},
+		{"--dedup-db-file", ""},
+	} {
+		_, err := Parse(args, io.Discard)
+		require.NoError(t, err, "%q", args)
+	}
 }

@@ -112,6 +112,12 @@ func groups(c *Config, sh *logShorthands) []group {
 			{name: "spool-memory", metavar: "size", inFile: true, value: sizeValue{&c.SpoolMemory},
 				help: "Memory for captures across all connections and the queue; once it is used up, new captures go to temporary files from their first byte."},
 		}},
+		{"warcprox databases", []*option{
+			{name: "dedup-db-file", aliases: []string{"j"}, metavar: "path", value: stringValue{&c.DedupDBFile},
+				help: "warcprox's deduplication database. Only /dev/null or empty (no deduplication, warcprox's way to turn it off) is accepted until warcproxy has deduplication."},
+			{name: "stats-db-file", metavar: "path", value: stringValue{&c.StatsDBFile},
+				help: "warcprox's statistics database. Only /dev/null or empty (no statistics) is accepted until warcproxy keeps statistics."},
+		}},
 		{"Logging", []*option{
 			{name: "log-level", metavar: "level", inFile: true, value: enumValue{&c.LogLevel, logLevels},
 				help: "Least severe level logged: debug, info, warn or error."},
@@ -237,8 +243,8 @@ func unexpectedArg(args, rest []string, byName map[string]*option) error {
 // warcproxOnly are warcprox options warcproxy does not have (databases,
 // playback, plugins, Kafka, Tor, profiling).
 var warcproxOnly = map[string]bool{
-	"stats-db-file": true, "rethinkdb-stats-url": true, "P": true, "playback-port": true,
-	"playback-index-db-file": true, "j": true, "dedup-db-file": true, "rethinkdb-dedup-url": true,
+	"rethinkdb-stats-url": true, "P": true, "playback-port": true,
+	"playback-index-db-file": true, "rethinkdb-dedup-url": true,
 	"rethinkdb-big-table-url": true, "rethinkdb-trough-db-url": true, "cdxserver-dedup": true,
 	"cdxserver-dedup-cookies": true, "rethinkdb-services-url": true, "dedup-min-text-size": true,
 	"dedup-min-binary-size": true, "dedup-only-with-bucket": true, "blackout-period": true,
