@@ -336,6 +336,10 @@ func (t *target) uri() string {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tun, _ := r.Context().Value(tunnelKey{}).(*tunnel)
+	if tun == nil && (r.Method == methodWriteRecord || r.Method == methodPutMeta) {
+		s.writeRecord(w, r)
+		return
+	}
 	if r.Method == http.MethodConnect {
 		if tun != nil {
 			textError(w, http.StatusBadRequest, "warcproxy: CONNECT inside a CONNECT tunnel is not supported")
@@ -445,7 +449,7 @@ func isLocalIP(ip net.IP) bool {
 // answers the request itself when the header is invalid (400) or a block
 // rule applies (403). It returns the WARC prefix to use ("-": don't
 // archive) and whether to go on.
-func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, t *target) (*warcproxmeta.Meta, string, bool) {
+func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, uri string) (*warcproxmeta.Meta, string, bool) {
 	prefix := s.opts.Prefix
 	raw := r.Header.Values(warcproxmeta.HeaderName)
 	if len(raw) == 0 {
@@ -458,11 +462,11 @@ func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, t *target)
 		}
 	}
 	if err != nil {
-		s.logger.Info("bad Warcprox-Meta header", "url", t.uri(), "err", err)
+		s.logger.Info("bad Warcprox-Meta header", "url", uri, "err", err)
 		textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
 		return nil, "", false
 	}
-	if rule := meta.BlockingRule(t.uri()); rule != nil {
+	if rule := meta.BlockingRule(uri); rule != nil {
 		w.Header().Set(warcproxmeta.HeaderName, `{"blocked-by-rule":`+string(rule.Raw)+`}`)
 		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+string(rule.Raw))
 		return nil, "", false
@@ -505,7 +509,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 
 	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method}
-	meta, prefix, ok := s.warcproxMeta(w, r, t)
+	meta, prefix, ok := s.warcproxMeta(w, r, t.uri())
 	if !ok {
 		return
 	}

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -106,4 +108,61 @@ func TestWarcproxMetaRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriteRecord: WARCPROX_WRITE_RECORD (and the deprecated PUTMETA)
+// writes the request body as a record of the given WARC-Type, 204.
+func TestWriteRecord(t *testing.T) {
+	p := proxytest.Start(t, nil)
+	send := func(method, uri, warcType, contentType, meta, body string) (int, string) {
+		c, err := net.Dial("tcp", p.URL.Host)
+		require.NoError(t, err)
+		defer c.Close()
+		head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: example.com\r\nContent-Length: %d\r\n", method, uri, len(body))
+		if warcType != "" {
+			head += "WARC-Type: " + warcType + "\r\n"
+		}
+		if contentType != "" {
+			head += "Content-Type: " + contentType + "\r\n"
+		}
+		if meta != "" {
+			head += "Warcprox-Meta: " + meta + "\r\n"
+		}
+		_, _ = io.WriteString(c, head+"\r\n"+body)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufioReader(c), nil)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, _ := send("WARCPROX_WRITE_RECORD", "screenshot:https://example.com/", "resource", "image/png", "", "\x89PNG fake image")
+	require.Equal(t, 204, status)
+	status, _ = send("PUTMETA", "https://example.com/meta", "", "application/json", `{"warc-prefix": "meta"}`, `{"seed": "x"}`)
+	require.Equal(t, 204, status)
+	status, body := send("WARCPROX_WRITE_RECORD", "https://example.com/x", "", "text/plain", "", "no type")
+	require.Equal(t, 400, status)
+	require.Contains(t, body, "WARC-Type")
+	status, _ = send("WARCPROX_WRITE_RECORD", "https://example.com/x", "bad type", "text/plain", "", "x")
+	require.Equal(t, 400, status)
+	status, _ = send("WARCPROX_WRITE_RECORD", "https://example.com/x", "resource", "text/plain", `{"warc-prefix": "-"}`, "x")
+	require.Equal(t, 204, status, "accepted, not archived")
+	p.Stop()
+
+	recs := warccheck.Dir(t, p.Dir)
+	var resource, metadata *warccheck.Record
+	for i := range recs {
+		switch recs[i].Type {
+		case "resource":
+			resource = &recs[i]
+		case "metadata":
+			metadata = &recs[i]
+		}
+	}
+	require.NotNil(t, resource)
+	require.Equal(t, "screenshot:https://example.com/", resource.TargetURI)
+	require.Equal(t, "\x89PNG fake image", string(resource.Block))
+	require.Equal(t, "image/png", resource.Header["Content-Type"])
+	require.NotNil(t, metadata)
+	require.True(t, strings.HasPrefix(metadata.File, "meta-"), metadata.File)
+	require.Equal(t, `{"seed": "x"}`, string(metadata.Block))
 }

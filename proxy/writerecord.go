@@ -1,0 +1,86 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// warcprox's methods for writing a record that is not a fetch (a
+// screenshot, crawl metadata): the request's body becomes the block, its
+// URI the WARC-Target-URI, its Content-Type and WARC-Type headers those of
+// the record. PUTMETA is the deprecated form with WARC-Type metadata.
+const (
+	methodWriteRecord = "WARCPROX_WRITE_RECORD"
+	methodPutMeta     = "PUTMETA"
+)
+
+func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	warcType := r.Header.Get("WARC-Type")
+	if r.Method == methodPutMeta {
+		warcType = "metadata"
+	}
+	contentType := r.Header.Get("Content-Type")
+	if warcType == "" || contentType == "" || r.ContentLength < 0 {
+		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
+		return
+	}
+	uri := r.RequestURI
+	_, prefix, ok := s.warcproxMeta(w, r, uri)
+	if !ok {
+		return
+	}
+	s.urlsProcessed.Add(1)
+	if prefix == "-" {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.notArchived.Add(1)
+		s.metrics.capture(resultNotArchived)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	rec := newRecorder(s.opts.Spooler, s.opts.Digest)
+	n, err := io.Copy(rec, r.Body)
+	if err == nil && n != r.ContentLength {
+		err = fmt.Errorf("body has %d bytes, Content-Length says %d", n, r.ContentLength)
+	}
+	if err == nil {
+		err = rec.err
+	}
+	if err != nil {
+		rec.close()
+		s.captureErrors.Add(1)
+		s.metrics.capture(resultFailed)
+		textError(w, http.StatusBadRequest, "warcproxy: reading the record's body: "+err.Error())
+		return
+	}
+	capture := &writer.Capture{
+		Prefix: prefix,
+		Records: []writer.Record{{
+			Type: warcType, Date: start, TargetURI: uri, ContentType: contentType,
+			Block: rec.buf, BlockLength: n, BlockDigest: s.opts.Digest.Format(rec.h.Sum(nil), s.opts.Base32),
+		}},
+		Done: func(error) { rec.close() },
+	}
+	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
+		rec.close()
+		s.captureErrors.Add(1)
+		s.metrics.capture(resultFailed)
+		if !errors.Is(err, writer.ErrClosed) {
+			// The writer refused the record itself (a WARC-Type that is
+			// not a token, a URI with control characters).
+			textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
+			return
+		}
+		s.logger.Error("record not archived", "url", uri, "type", warcType, "err", err)
+		textError(w, http.StatusServiceUnavailable, "warcproxy: the record was not queued: "+err.Error())
+		return
+	}
+	s.metrics.capture(resultArchived)
+	w.WriteHeader(http.StatusNoContent)
+}
