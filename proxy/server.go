@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -336,8 +337,12 @@ func (t *target) uri() string {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tun, _ := r.Context().Value(tunnelKey{}).(*tunnel)
-	if tun == nil && (r.Method == methodWriteRecord || r.Method == methodPutMeta) {
-		s.writeRecord(w, r)
+	if r.Method == methodWriteRecord || r.Method == methodPutMeta {
+		uri := r.RequestURI
+		if tun != nil && strings.HasPrefix(uri, "/") {
+			uri = (&target{scheme: tun.scheme, hostport: tun.authority, requestURI: uri}).uri()
+		}
+		s.writeRecord(w, r, uri)
 		return
 	}
 	if r.Method == http.MethodConnect {
@@ -451,11 +456,12 @@ func isLocalIP(ip net.IP) bool {
 // archive) and whether to go on.
 func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, uri string) (*warcproxmeta.Meta, string, bool) {
 	prefix := s.opts.Prefix
-	raw := r.Header.Values(warcproxmeta.HeaderName)
-	if len(raw) == 0 {
+	// The first header counts, as in warcprox.
+	raw := r.Header.Get(warcproxmeta.HeaderName)
+	if raw == "" {
 		return nil, prefix, true
 	}
-	meta, err := warcproxmeta.Parse(strings.Join(raw, ","))
+	meta, err := warcproxmeta.Parse(raw)
 	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
 		if perr := writer.CheckPrefix(*meta.WarcPrefix); perr != nil {
 			err = fmt.Errorf("%w: field \"warc-prefix\": %v", warcproxmeta.ErrInvalid, perr)
@@ -467,14 +473,34 @@ func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, uri string
 		return nil, "", false
 	}
 	if rule := meta.BlockingRule(uri); rule != nil {
-		w.Header().Set(warcproxmeta.HeaderName, `{"blocked-by-rule":`+string(rule.Raw)+`}`)
-		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+string(rule.Raw))
+		echo := asciiJSON(rule.Raw)
+		w.Header().Set(warcproxmeta.HeaderName, `{"blocked-by-rule":`+echo+`}`)
+		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+echo)
 		return nil, "", false
 	}
 	if meta.WarcPrefix != nil {
 		prefix = *meta.WarcPrefix
 	}
 	return meta, prefix, true
+}
+
+// asciiJSON escapes everything but printable ASCII in compact JSON as
+// \uXXXX (as Python's json.dumps does for warcprox), so that it is a valid
+// header value whatever a compressed_blocks rule held.
+func asciiJSON(raw []byte) string {
+	var b strings.Builder
+	for _, r := range string(raw) {
+		switch {
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 func (s *Server) methodArchived(method string) bool {

@@ -1,6 +1,9 @@
 package proxy_test
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -165,4 +168,56 @@ func TestWriteRecord(t *testing.T) {
 	require.NotNil(t, metadata)
 	require.True(t, strings.HasPrefix(metadata.File, "meta-"), metadata.File)
 	require.Equal(t, `{"seed": "x"}`, string(metadata.Block))
+}
+
+// TestBlockedRuleEchoIsAValidHeader: the rule echoed in the 403's
+// Warcprox-Meta response header can come from compressed_blocks, which
+// net/http never validated; a DEL or non-ASCII byte in it must not make the
+// response unreadable (they are escaped as \uXXXX, as warcprox does).
+func TestBlockedRuleEchoIsAValidHeader(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "page")
+	}))
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	// The DEL is in the matching rule: a regex that matches everything.
+	var zb bytes.Buffer
+	zw := zlib.NewWriter(&zb)
+	_, _ = io.WriteString(zw, `[{"regex": ".*|`+"\x7f"+`|é😀"}]`)
+	zw.Close()
+	meta := fmt.Sprintf(`{"compressed_blocks": %q}`, base64.StdEncoding.EncodeToString(zb.Bytes()))
+	req, _ := http.NewRequest("GET", origin.URL+"/x", nil)
+	req.Header.Set("Warcprox-Meta", meta)
+	resp, err := p.Client().Do(req)
+	require.NoError(t, err, "the client must be able to read the 403")
+	resp.Body.Close()
+	require.Equal(t, 403, resp.StatusCode)
+	var echo map[string]map[string]string
+	require.NoError(t, json.Unmarshal([]byte(resp.Header.Get("Warcprox-Meta")), &echo))
+	require.Equal(t, ".*|\x7f|é😀", echo["blocked-by-rule"]["regex"], "the escaped echo decodes to the rule")
+}
+
+// TestWriteRecordInTunnel: inside a MITM tunnel WARCPROX_WRITE_RECORD is
+// written too (never forwarded to the origin), its URI completed with the
+// tunnel's scheme and host.
+func TestWriteRecordInTunnel(t *testing.T) {
+	var hits atomic.Int64
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	addr := strings.TrimPrefix(origin.URL, "https://")
+	resp, _ := mitmGet(t, p, addr, "127.0.0.1", 0, "WARCPROX_WRITE_RECORD /shot HTTP/1.1\r\nHost: "+addr+
+		"\r\nWARC-Type: resource\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc")
+	require.Equal(t, 204, resp.StatusCode)
+	require.Zero(t, hits.Load(), "not forwarded")
+	p.Stop()
+	var found bool
+	for _, r := range warccheck.Dir(t, p.Dir) {
+		if r.Type == "resource" {
+			found = true
+			require.Equal(t, origin.URL+"/shot", r.TargetURI)
+			require.Equal(t, "abc", string(r.Block))
+		}
+	}
+	require.True(t, found)
 }

@@ -20,7 +20,7 @@ const (
 	methodPutMeta     = "PUTMETA"
 )
 
-func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request) {
+func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string) {
 	start := time.Now()
 	warcType := r.Header.Get("WARC-Type")
 	if r.Method == methodPutMeta {
@@ -31,7 +31,6 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request) {
 		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
 		return
 	}
-	uri := r.RequestURI
 	_, prefix, ok := s.warcproxMeta(w, r, uri)
 	if !ok {
 		return
@@ -49,8 +48,14 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request) {
 	if err == nil && n != r.ContentLength {
 		err = fmt.Errorf("body has %d bytes, Content-Length says %d", n, r.ContentLength)
 	}
-	if err == nil {
-		err = rec.err
+	if err == nil && rec.err != nil {
+		// Our side failed (spool disk full?), not the client.
+		rec.close()
+		s.captureErrors.Add(1)
+		s.metrics.capture(resultFailed)
+		s.logger.Error("record not archived", "url", uri, "err", rec.err)
+		textError(w, http.StatusInternalServerError, "warcproxy: spooling the record's body: "+rec.err.Error())
+		return
 	}
 	if err != nil {
 		rec.close()
