@@ -6,13 +6,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Capture outcomes, the result label of warcproxy_proxy_captures_total.
+// outcome is how an exchange ended, for /status and the result label of
+// warcproxy_proxy_captures_total (both read the same counters).
+type outcome int
+
 const (
-	resultArchived    = "archived"
-	resultRevisit     = "revisit"
-	resultNotArchived = "not_archived"
-	resultFailed      = "failed"
+	archived outcome = iota
+	revisit
+	notArchived
+	failed
+	numOutcomes
 )
+
+var outcomeLabels = [numOutcomes]string{"archived", "revisit", "not_archived", "failed"}
 
 // upstreamErrorKinds are the kind label values of
 // warcproxy_upstream_errors_total, created at start so they read 0.
@@ -21,8 +27,6 @@ var upstreamErrorKinds = []string{"dns", "refused", "timeout", "tls", "bad_respo
 // metrics are the proxy's Prometheus metrics: counters it increments on
 // the request path, and functions reading state it keeps anyway.
 type metrics struct {
-	captures        *prometheus.CounterVec
-	byResult        map[string]prometheus.Counter // the children, looked up once
 	upstreamURLs    prometheus.Counter
 	upstreamBytes   prometheus.Counter
 	upstreamErrors  *prometheus.CounterVec
@@ -31,10 +35,6 @@ type metrics struct {
 
 func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		captures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "warcproxy_proxy_captures_total",
-			Help: "Exchanges the proxy completed, by result: archived (queued for the writer), revisit, not_archived (--prefix -, --method-filter), failed (could not be spooled or queued).",
-		}, []string{"result"}),
 		upstreamURLs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "warcproxy_upstream_urls_total",
 			Help: "Responses received from origin servers.",
@@ -53,10 +53,6 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10), // 0.5ms .. 131s
 		}),
 	}
-	m.byResult = make(map[string]prometheus.Counter)
-	for _, r := range []string{resultArchived, resultRevisit, resultNotArchived, resultFailed} {
-		m.byResult[r] = m.captures.WithLabelValues(r)
-	}
 	for _, k := range upstreamErrorKinds {
 		m.upstreamErrors.WithLabelValues(k)
 	}
@@ -74,7 +70,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 	}
 	sp := s.opts.Spooler
 	collectors := []prometheus.Collector{
-		m.captures, m.upstreamURLs, m.upstreamBytes, m.upstreamErrors, m.captureDuration,
+		m.upstreamURLs, m.upstreamBytes, m.upstreamErrors, m.captureDuration,
 		gauge("warcproxy_proxy_requests_active", "Exchanges in progress.",
 			func() float64 { return float64(s.active.Load()) }),
 		gauge("warcproxy_proxy_connections_active", "Client connections holding one of the --max-conns slots.", conn(0)),
@@ -95,18 +91,19 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 		gauge("warcproxy_spool_disk_bytes", "Capture bytes spilled to temporary files.",
 			func() float64 { return float64(sp.DiskInUse()) }),
 	}
+	for o := range numOutcomes {
+		collectors = append(collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "warcproxy_proxy_captures_total",
+			Help:        "Exchanges the proxy completed, by result: archived (queued for the writer), revisit, not_archived (--prefix -, --method-filter, warc-prefix -), failed (could not be spooled or queued).",
+			ConstLabels: prometheus.Labels{"result": outcomeLabels[o]},
+		}, func() float64 { return float64(s.outcomes[o].Load()) }))
+	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
-}
-
-func (m *metrics) capture(result string) {
-	if m != nil {
-		m.byResult[result].Inc()
-	}
 }
 
 func (m *metrics) response(wireBytes int64) {

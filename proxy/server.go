@@ -91,11 +91,9 @@ type Server struct {
 	splices   map[net.Conn]struct{}
 	closing   atomic.Bool
 
-	startTime     time.Time
-	active        atomic.Int64
-	urlsProcessed atomic.Int64
-	notArchived   atomic.Int64
-	captureErrors atomic.Int64
+	startTime time.Time
+	active    atomic.Int64
+	outcomes  [numOutcomes]atomic.Int64
 
 	clientErrors    atomic.Int64
 	clientErrLog    everySecond
@@ -296,7 +294,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Addr() *net.TCPAddr { return s.addr.Load() }
 
 // URLsProcessed counts exchanges the proxy completed, archived or not.
-func (s *Server) URLsProcessed() int64 { return s.urlsProcessed.Load() }
+func (s *Server) URLsProcessed() int64 {
+	var n int64
+	for o := range numOutcomes {
+		n += s.outcomes[o].Load()
+	}
+	return n
+}
+
+// count records how an exchange ended.
+func (s *Server) count(o outcome) { s.outcomes[o].Add(1) }
 
 // ConnStats reports connections holding a slot, waiting for one, and
 // refused after waiting.
@@ -524,7 +531,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	s.active.Add(1)
 	defer s.active.Add(-1)
 
-	if s.opts.QueueFullTimeout > 0 && s.opts.Queue != nil {
+	if s.opts.QueueFullTimeout > 0 {
 		if d := s.opts.Queue.FullFor(); d > s.opts.QueueFullTimeout {
 			w.Header().Set("Retry-After", "5")
 			textError(w, http.StatusServiceUnavailable, fmt.Sprintf(
@@ -757,16 +764,13 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 // enqueue hands a finished exchange to the writer. It reports whether the
 // writer took ownership of the spools.
 func (s *Server) enqueue(ex *exchange, archive bool) bool {
-	s.urlsProcessed.Add(1)
 	if !archive {
-		s.notArchived.Add(1)
-		s.metrics.capture(resultNotArchived)
+		s.count(notArchived)
 		return false
 	}
 	capture, err := ex.capture(ex.prefix, s.opts.Digest, s.opts.Base32)
 	if err != nil {
-		s.captureErrors.Add(1)
-		s.metrics.capture(resultFailed)
+		s.count(failed)
 		s.logger.Error("capture not archived", "url", ex.targetURI, "err", err)
 		return false
 	}
@@ -783,12 +787,11 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	// forced shutdown: what was read is still written, marked truncated.
 	// Only a pool that is closed refuses.
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
-		s.captureErrors.Add(1)
-		s.metrics.capture(resultFailed)
+		s.count(failed)
 		s.logger.Error("capture not archived: writer queue refused it", "url", ex.targetURI, "err", err)
 		return false
 	}
-	s.metrics.capture(resultArchived)
+	s.count(archived)
 	return true
 }
 
@@ -953,9 +956,9 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 		"pid":                    os.Getpid(),
 		"start_time":             s.startTime.UTC().Format(time.RFC3339),
 		"active_requests":        s.active.Load(),
-		"urls_processed":         s.urlsProcessed.Load(),
-		"urls_not_archived":      s.notArchived.Load(),
-		"capture_errors":         s.captureErrors.Load(),
+		"urls_processed":         s.URLsProcessed(),
+		"urls_not_archived":      s.outcomes[notArchived].Load(),
+		"capture_errors":         s.outcomes[failed].Load(),
 		"client_errors":          s.clientErrors.Load(),
 		"client_tls_errors":      s.handshakeErrors.Load(),
 		"connections_active":     active,
@@ -968,14 +971,11 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 		"spool_memory_budget":    s.opts.Spooler.MemoryBudget(),
 		"spool_disk_bytes":       s.opts.Spooler.DiskInUse(),
 		"prefix":                 s.opts.Prefix,
-		"queue_full_for_seconds": 0.0,
+		"queue_full_for_seconds": s.opts.Queue.FullFor().Seconds(),
 	}
 	if addr := s.addr.Load(); addr != nil {
 		st["address"] = addr.IP.String()
 		st["port"] = addr.Port
-	}
-	if s.opts.Queue != nil {
-		st["queue_full_for_seconds"] = s.opts.Queue.FullFor().Seconds()
 	}
 	if s.opts.Status != nil {
 		s.opts.Status(st)

@@ -35,33 +35,30 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 	if !ok {
 		return
 	}
-	s.urlsProcessed.Add(1)
 	if prefix == "-" {
 		_, _ = io.Copy(io.Discard, r.Body)
-		s.notArchived.Add(1)
-		s.metrics.capture(resultNotArchived)
+		s.count(notArchived)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	rec := newRecorder(s.opts.Spooler, s.opts.Digest)
+	fail := func(status int, msg string) {
+		rec.close()
+		s.count(failed)
+		textError(w, status, "warcproxy: "+msg)
+	}
 	n, err := io.Copy(rec, r.Body)
 	if err == nil && n != r.ContentLength {
 		err = fmt.Errorf("body has %d bytes, Content-Length says %d", n, r.ContentLength)
 	}
 	if err == nil && rec.err != nil {
 		// Our side failed (spool disk full?), not the client.
-		rec.close()
-		s.captureErrors.Add(1)
-		s.metrics.capture(resultFailed)
 		s.logger.Error("record not archived", "url", uri, "err", rec.err)
-		textError(w, http.StatusInternalServerError, "warcproxy: spooling the record's body: "+rec.err.Error())
+		fail(http.StatusInternalServerError, "spooling the record's body: "+rec.err.Error())
 		return
 	}
 	if err != nil {
-		rec.close()
-		s.captureErrors.Add(1)
-		s.metrics.capture(resultFailed)
-		textError(w, http.StatusBadRequest, "warcproxy: reading the record's body: "+err.Error())
+		fail(http.StatusBadRequest, "reading the record's body: "+err.Error())
 		return
 	}
 	capture := &writer.Capture{
@@ -73,19 +70,16 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		Done: func(error) { rec.close() },
 	}
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
-		rec.close()
-		s.captureErrors.Add(1)
-		s.metrics.capture(resultFailed)
 		if !errors.Is(err, writer.ErrClosed) {
 			// The writer refused the record itself (a WARC-Type that is
 			// not a token, a URI with control characters).
-			textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
+			fail(http.StatusBadRequest, err.Error())
 			return
 		}
 		s.logger.Error("record not archived", "url", uri, "type", warcType, "err", err)
-		textError(w, http.StatusServiceUnavailable, "warcproxy: the record was not queued: "+err.Error())
+		fail(http.StatusServiceUnavailable, "the record was not queued: "+err.Error())
 		return
 	}
-	s.metrics.capture(resultArchived)
+	s.count(archived)
 	w.WriteHeader(http.StatusNoContent)
 }
