@@ -171,23 +171,20 @@ var hopByHop = map[string]bool{
 	"Upgrade":             true,
 }
 
-// connectionTokens returns the header names listed in Connection, which are
-// hop-by-hop too.
-func connectionTokens(h http.Header) map[string]bool {
-	var m map[string]bool
-	for _, v := range h["Connection"] {
-		for _, tok := range strings.Split(v, ",") {
-			tok = strings.TrimSpace(tok)
-			if tok == "" {
-				continue
+// inConnection reports whether name is listed in the Connection header
+// values (which makes it hop-by-hop too). It allocates nothing: it runs
+// for every header of every request and response.
+func inConnection(connection []string, name string) bool {
+	for _, v := range connection {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.TrimSpace(tok), name) {
+				return true
 			}
-			if m == nil {
-				m = make(map[string]bool)
-			}
-			m[http.CanonicalHeaderKey(tok)] = true
 		}
 	}
-	return m
+	return false
 }
 
 // proxyOnly are request headers meant for the proxy, never forwarded:
@@ -200,7 +197,7 @@ var proxyOnly = map[string]bool{"Warcprox-Meta": true}
 // connection, which is not recorded.
 func isUpgrade(h http.Header) bool {
 	u := h.Get("Upgrade")
-	return u != "" && connectionTokens(h)["Upgrade"] && !strings.Contains(strings.ToLower(u), "h2c")
+	return u != "" && inConnection(h["Connection"], "Upgrade") && !strings.Contains(strings.ToLower(u), "h2c")
 }
 
 // requestHead serializes the request line and headers sent upstream.
@@ -213,10 +210,10 @@ func requestHead(b []byte, r *http.Request, host, requestURI string, upgrade boo
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, host...)
 	b = append(b, "\r\n"...)
-	conn := connectionTokens(r.Header)
+	conn := r.Header["Connection"]
 	keys := make([]string, 0, len(r.Header))
 	for k := range r.Header {
-		if hopByHop[k] || conn[k] || proxyOnly[k] || k == "Host" || k == "Content-Length" {
+		if hopByHop[k] || proxyOnly[k] || k == "Host" || k == "Content-Length" || inConnection(conn, k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -255,9 +252,9 @@ func appendField(b []byte, k, v string) []byte {
 // copyResponseHeaders copies the origin's headers for the client, without
 // hop-by-hop ones; Content-Length is set by the caller.
 func copyResponseHeaders(dst, src http.Header) {
-	conn := connectionTokens(src)
+	conn := src["Connection"]
 	for k, vv := range src {
-		if hopByHop[k] || conn[k] || k == "Content-Length" {
+		if hopByHop[k] || k == "Content-Length" || inConnection(conn, k) {
 			continue
 		}
 		dst[k] = vv

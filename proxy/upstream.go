@@ -99,6 +99,23 @@ type connReader struct {
 	limit   int64     // while > 0, reading past it fails (response head limit)
 	// deadline, when set, overrides the inactivity timeout (100-continue wait).
 	deadline time.Time
+	armed    inactivity
+}
+
+// inactivity keeps a connection's deadline between now+timeout-slack and
+// now+timeout, re-arming it only when it has aged by the slack (a second
+// at most) instead of on every read or write: setting a deadline costs a
+// runtime timer update, and this runs for every few KB of every body.
+type inactivity struct{ at time.Time }
+
+func (a *inactivity) due(timeout time.Duration) (time.Time, bool) {
+	now := time.Now()
+	slack := min(timeout/4, time.Second)
+	if a.at.Sub(now) >= timeout-slack {
+		return time.Time{}, false
+	}
+	a.at = now.Add(timeout)
+	return a.at, true
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
@@ -108,8 +125,11 @@ func (r *connReader) Read(p []byte) (int, error) {
 	switch {
 	case !r.deadline.IsZero():
 		_ = r.c.SetReadDeadline(r.deadline)
+		r.armed = inactivity{} // re-arm the timeout once the override ends
 	case r.timeout > 0:
-		_ = r.c.SetReadDeadline(time.Now().Add(r.timeout))
+		if at, ok := r.armed.due(r.timeout); ok {
+			_ = r.c.SetReadDeadline(at)
+		}
 	}
 	n, err := r.c.Read(p)
 	if n > 0 {
@@ -126,11 +146,14 @@ type connWriter struct {
 	c       net.Conn
 	timeout time.Duration
 	sink    io.Writer
+	armed   inactivity
 }
 
 func (w *connWriter) Write(p []byte) (int, error) {
 	if w.timeout > 0 {
-		_ = w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+		if at, ok := w.armed.due(w.timeout); ok {
+			_ = w.c.SetWriteDeadline(at)
+		}
 	}
 	n, err := w.c.Write(p)
 	if n > 0 && w.sink != nil {
