@@ -90,7 +90,6 @@ const (
 type exchange struct {
 	start     time.Time
 	targetURI string
-	method    string
 	ip        string
 	req, res  *recorder // nil when the exchange is not archived
 	resStart  int64

@@ -541,7 +541,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		}
 	}
 
-	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method}
+	ex := &exchange{start: time.Now(), targetURI: t.uri()}
 	meta, prefix, ok := s.warcproxMeta(w, r, t.uri())
 	if !ok {
 		return

@@ -178,10 +178,7 @@ Flags:
 	if !ok {
 		return code
 	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "warcbench run: "+format+"\nRun warcbench run --help for usage.\n", a...)
-		return 2
-	}
+	bad := usageError(stderr, "run")
 
 	cfg := bench.RunConfig{
 		Duration: *duration, N: *n, Concurrency: *concurrency, Method: strings.ToUpper(*method),
@@ -273,4 +270,13 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// usageError returns a function that reports a bad flag of subcommand cmd
+// and gives the exit code for it (2).
+func usageError(stderr io.Writer, cmd string) func(format string, a ...any) int {
+	return func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "warcbench "+cmd+": "+format+"\nRun warcbench "+cmd+" --help for usage.\n", a...)
+		return 2
+	}
 }

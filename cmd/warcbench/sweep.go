@@ -93,10 +93,7 @@ Flags:
 	if !ok {
 		return code
 	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "warcbench sweep: "+format+"\nRun warcbench sweep --help for usage.\n", a...)
-		return 2
-	}
+	bad := usageError(stderr, "sweep")
 	if len(rest) > 0 {
 		return bad("unexpected arguments %q", rest)
 	}

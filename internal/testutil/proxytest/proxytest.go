@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -118,5 +117,3 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.tb.Log(string(p))
 	return len(p), nil
 }
-
-var _ io.Writer = testWriter{}
