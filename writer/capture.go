@@ -26,6 +26,13 @@ type Capture struct {
 	// they are closed. Done runs on a writer goroutine: keep it short.
 	// Done is not called for a capture whose Enqueue returned an error.
 	Done func(err error)
+
+	// File and Offset are set by the pool before Done(nil): the path of the
+	// WARC file the capture went into (its final name, without ".open") and
+	// the offset of its first record's gzip member, as a CDX index or crawl
+	// log names them.
+	File   string
+	Offset int64
 }
 
 // Record is one WARC record to write.

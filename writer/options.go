@@ -42,6 +42,9 @@ type Options struct {
 	// Prefix is used for captures whose Prefix is empty. Default
 	// DefaultPrefix.
 	Prefix string
+	// SubdirPrefix writes each prefix's files into Dir/prefix (warcprox's
+	// --subdir-prefix), created when first needed.
+	SubdirPrefix bool
 	// FilenameTemplate names files with warcprox's placeholders {prefix}
 	// {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname}
 	// {shorthostname} {port}; "{{" and "}}" are literal braces. ".warc" or

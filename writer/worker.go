@@ -51,6 +51,7 @@ type worker struct {
 // warcFile is one open WARC file.
 type warcFile struct {
 	prefix     string
+	dir        string // directory of the file
 	name       string // final name
 	path       string // path while open, with ".open"
 	f          File
@@ -210,6 +211,7 @@ func (w *worker) handle(c *Capture) {
 			return
 		}
 	}
+	c.File, c.Offset = filepath.Join(wf.dir, wf.name), start
 	wf.captures++
 	wf.lastWrite = time.Now()
 	w.p.metrics.observeWrite(began)
@@ -365,13 +367,17 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		return wf, nil
 	}
 	p := w.p
+	dir := p.opts.Dir
+	if p.opts.SubdirPrefix {
+		dir = filepath.Join(dir, prefix)
+	}
 	var (
 		name, path string
 		f          File
 	)
 	for range maxNameTries {
 		name = p.names.render(prefix, p.names.nextSerial(prefix), time.Now())
-		final := filepath.Join(p.opts.Dir, name)
+		final := filepath.Join(dir, name)
 		if _, err := p.opts.FS.Stat(final); err == nil {
 			continue // a closed file of that name exists (another process?)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -386,7 +392,7 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			// The directory went away (an operator cleaning up?): make
 			// it again, and fail on the next try if that did not help.
-			if merr := p.opts.FS.MkdirAll(p.opts.Dir, 0o755); merr != nil {
+			if merr := p.opts.FS.MkdirAll(dir, 0o755); merr != nil {
 				return nil, fmt.Errorf("creating warc directory: %w", merr)
 			}
 			f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -412,6 +418,7 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 	}
 	wf := &warcFile{
 		prefix:    prefix,
+		dir:       dir,
 		name:      name,
 		path:      path,
 		f:         f,
@@ -503,7 +510,7 @@ func (w *worker) finish(wf *warcFile, empty bool) {
 	if err := wf.f.Close(); err != nil {
 		fail("closing warc file", err)
 	}
-	if err := p.opts.FS.Rename(wf.path, filepath.Join(p.opts.Dir, wf.name)); err != nil {
+	if err := p.opts.FS.Rename(wf.path, filepath.Join(wf.dir, wf.name)); err != nil {
 		p.stats.writeError(err)
 		w.log.Error("renaming warc file failed, will try again", "file", wf.path, "err", err)
 		w.unrenamed = append(w.unrenamed, wf)
@@ -518,7 +525,7 @@ func (w *worker) finish(wf *warcFile, empty bool) {
 func (w *worker) retryRenames() {
 	kept := w.unrenamed[:0]
 	for _, wf := range w.unrenamed {
-		if err := w.p.opts.FS.Rename(wf.path, filepath.Join(w.p.opts.Dir, wf.name)); err != nil {
+		if err := w.p.opts.FS.Rename(wf.path, filepath.Join(wf.dir, wf.name)); err != nil {
 			kept = append(kept, wf)
 			continue
 		}

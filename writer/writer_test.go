@@ -888,3 +888,41 @@ func TestQueueMaxBytes(t *testing.T) {
 	}
 	require.Equal(t, 3, n)
 }
+
+func TestCaptureLocationAndSubdirPrefix(t *testing.T) {
+	p, dir := newPool(t, Options{Gzip: true, SubdirPrefix: true, Workers: 1})
+	var cs []*Capture
+	done := make(chan error, 3)
+	for i, prefix := range []string{"", "job-a", "job-a"} {
+		c := makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), prefix: prefix, bodySize: 500 + i}, nil)
+		c.Done = func(err error) { done <- err }
+		cs = append(cs, c)
+	}
+	enqueueAll(t, p, cs...)
+	for range cs {
+		require.NoError(t, <-done)
+	}
+	closePool(t, p)
+
+	require.ElementsMatch(t, []string{DefaultPrefix, "job-a"}, dirNames(t, dir))
+	var files []string
+	for _, sub := range []string{DefaultPrefix, "job-a"} {
+		for _, n := range dirNames(t, filepath.Join(dir, sub)) {
+			files = append(files, filepath.Join(dir, sub, n))
+		}
+	}
+	recs := warccheck.Files(t, files...)
+	for _, c := range cs {
+		require.Equal(t, c.Prefix == "", strings.Contains(c.File, string(filepath.Separator)+DefaultPrefix+string(filepath.Separator)), c.File)
+		require.FileExists(t, c.File, "File names the closed file")
+		found := false
+		for _, r := range recs {
+			if r.ID == c.Records[0].ID {
+				found = true
+				require.Equal(t, filepath.Base(c.File), r.File)
+				require.Equal(t, c.Offset, r.Offset, "Offset is where the first record starts")
+			}
+		}
+		require.True(t, found)
+	}
+}
