@@ -1,0 +1,256 @@
+// Package store opens the backends that dedup and stats keep their data in,
+// chosen by a spec string:
+//
+//	none                     no database
+//	embedded:PATH            a bbolt file, one per process (locked)
+//	redis://host:port/db     a Redis server (also rediss:// for TLS)
+//	redis+cluster://h1:p1,h2:p2
+//	                         a Redis Cluster, seeded from the given nodes
+//
+// Dedup and stats may name the same file or server; they then share one
+// handle, since a bbolt file can be opened only once.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Kind is the type of backend a spec names.
+type Kind string
+
+// Backend kinds.
+const (
+	None     Kind = "none"
+	Embedded Kind = "embedded"
+	Redis    Kind = "redis"
+)
+
+// Spec is a parsed backend spec.
+type Spec struct {
+	Kind Kind
+	// Path is the bbolt file of an embedded spec, cleaned.
+	Path string
+	// Redis holds the client options of a redis:// spec; Cluster those of
+	// a redis+cluster:// spec (one of them is set for Kind Redis).
+	Redis   *redis.Options
+	Cluster *redis.ClusterOptions
+	// KeyPrefix starts every Redis key (default "warcproxy:"), so that
+	// several crawls or test runs can share one server. It comes from the
+	// spec's "prefix" query parameter: redis://host:6379/0?prefix=crawl7:
+	KeyPrefix string
+	// Raw is the spec as given, for messages (a Redis password is masked).
+	Raw string
+	key string // the spec as given, to share handles
+}
+
+// DefaultKeyPrefix starts Redis keys unless the spec names another prefix.
+const DefaultKeyPrefix = "warcproxy:"
+
+// splitKeyPrefix takes the "prefix" query parameter out of a Redis URL,
+// which go-redis would reject.
+func splitKeyPrefix(s string) (rest, prefix string, err error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", "", err
+	}
+	q := u.Query()
+	prefix = DefaultKeyPrefix
+	if q.Has("prefix") {
+		prefix = q.Get("prefix")
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), prefix, nil
+}
+
+// Parse parses a backend spec. "" and "/dev/null" mean none (warcprox's
+// --dedup-db-file /dev/null turns dedup off).
+func Parse(spec string) (Spec, error) {
+	s := strings.TrimSpace(spec)
+	switch {
+	case s == "" || s == "none" || s == "/dev/null":
+		return Spec{Kind: None, Raw: "none"}, nil
+	case strings.HasPrefix(s, "embedded:"):
+		p := strings.TrimPrefix(s, "embedded:")
+		if p == "" {
+			return Spec{}, fmt.Errorf("%q: embedded needs a file, e.g. embedded:./warcproxy.db", spec)
+		}
+		return Spec{Kind: Embedded, Path: filepath.Clean(p), Raw: s}, nil
+	case strings.HasPrefix(s, "redis://"), strings.HasPrefix(s, "rediss://"), strings.HasPrefix(s, "unix://"):
+		rest, prefix, err := splitKeyPrefix(s)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
+		}
+		o, err := redis.ParseURL(rest)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
+		}
+		return Spec{Kind: Redis, Redis: o, KeyPrefix: prefix, Raw: mask(s), key: s}, nil
+	case strings.HasPrefix(s, "redis+cluster://"), strings.HasPrefix(s, "rediss+cluster://"):
+		rest, prefix, err := splitKeyPrefix(clusterURL(strings.Replace(s, "+cluster", "", 1)))
+		if err != nil {
+			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
+		}
+		o, err := redis.ParseClusterURL(rest)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
+		}
+		return Spec{Kind: Redis, Cluster: o, KeyPrefix: prefix, Raw: mask(s), key: s}, nil
+	case strings.Contains(s, "://"):
+		return Spec{}, fmt.Errorf("%q: unknown backend (want none, embedded:PATH, redis://host:port/db or redis+cluster://host:port,...)", mask(s))
+	default:
+		// A bare path, as warcprox's --dedup-db-file takes it.
+		return Spec{Kind: Embedded, Path: filepath.Clean(s), Raw: "embedded:" + s}, nil
+	}
+}
+
+// clusterURL turns "redis://h1:p1,h2:p2/..." into go-redis's form
+// "redis://h1:p1/...?addr=h2:p2".
+func clusterURL(s string) string {
+	i := strings.Index(s, "://") + 3
+	end := len(s)
+	if j := strings.IndexAny(s[i:], "/?"); j >= 0 {
+		end = i + j
+	}
+	hosts := s[i:end]
+	at := strings.LastIndex(hosts, "@")
+	nodes := strings.Split(hosts[at+1:], ",")
+	if len(nodes) < 2 {
+		return s
+	}
+	out := s[:i] + hosts[:at+1] + nodes[0] + s[end:]
+	sep := "?"
+	if strings.Contains(s[end:], "?") {
+		sep = "&"
+	}
+	for _, n := range nodes[1:] {
+		out += sep + "addr=" + n
+		sep = "&"
+	}
+	return out
+}
+
+// mask hides the password of a URL-like spec.
+func mask(s string) string {
+	at := strings.LastIndex(s, "@")
+	i := strings.Index(s, "://")
+	if at < 0 || i < 0 || at < i {
+		return s
+	}
+	userinfo := s[i+3 : at]
+	if c := strings.Index(userinfo, ":"); c >= 0 {
+		return s[:i+3] + userinfo[:c] + ":xxxxx" + s[at:]
+	}
+	return s[:i+3] + "xxxxx" + s[at:]
+}
+
+// Handles hands out shared database handles, one per file or server, and
+// closes each when its last user releases it.
+type Handles struct {
+	mu    sync.Mutex
+	bolts map[string]*boltRef
+	redis map[string]*redisRef
+}
+
+type boltRef struct {
+	db   *bolt.DB
+	refs int
+}
+
+type redisRef struct {
+	c    redis.UniversalClient
+	refs int
+}
+
+// Bolt opens (or shares) the bbolt file of an embedded spec. Call release
+// when done; the last release closes the file.
+func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
+	if s.Kind != Embedded {
+		return nil, nil, fmt.Errorf("store: %s is not an embedded spec", s.Raw)
+	}
+	key, err := filepath.Abs(s.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.bolts == nil {
+		h.bolts = make(map[string]*boltRef)
+	}
+	r := h.bolts[key]
+	if r == nil {
+		db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true})
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, nil, fmt.Errorf("opening %s: another process has it open (an embedded database serves one proxy; use Redis to share one index between proxies)", s.Path)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening %s: %w", s.Path, err)
+		}
+		r = &boltRef{db: db}
+		h.bolts[key] = r
+	}
+	r.refs++
+	var once sync.Once
+	return r.db, func() error {
+		var err error
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			r.refs--
+			if r.refs == 0 {
+				delete(h.bolts, key)
+				err = r.db.Close()
+			}
+		})
+		return err
+	}, nil
+}
+
+// Redis returns (or shares) a client for a Redis spec. Call release when
+// done; the last release closes the client.
+func (h *Handles) Redis(s Spec) (c redis.UniversalClient, release func() error, err error) {
+	if s.Kind != Redis {
+		return nil, nil, fmt.Errorf("store: %s is not a redis spec", s.Raw)
+	}
+	key := s.key
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.redis == nil {
+		h.redis = make(map[string]*redisRef)
+	}
+	r := h.redis[key]
+	if r == nil {
+		var c redis.UniversalClient
+		if s.Cluster != nil {
+			c = redis.NewClusterClient(s.Cluster)
+		} else {
+			c = redis.NewClient(s.Redis)
+		}
+		r = &redisRef{c: c}
+		h.redis[key] = r
+	}
+	r.refs++
+	var once sync.Once
+	return r.c, func() error {
+		var err error
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			r.refs--
+			if r.refs == 0 {
+				delete(h.redis, key)
+				err = r.c.Close()
+			}
+		})
+		return err
+	}, nil
+}
