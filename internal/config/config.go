@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/internal/store"
 )
 
 // Config holds every setting of a warcproxy process. Sizes are in bytes.
@@ -26,9 +27,6 @@ type Config struct {
 	// MetricsAddress, if set, is a second listener for /metrics and /status.
 	MetricsAddress string // --metrics-address
 	Pprof          bool   // --pprof
-	// warcprox's database files: only "" or /dev/null (none) for now.
-	DedupDBFile  string // --dedup-db-file, -j
-	StatsDBFile  string // --stats-db-file
 	Port         int    // --port, -p; 0 picks a free port
 	Dir          string // --dir, -d
 	Prefix       string // --prefix, -n; "-" proxies without archiving
@@ -67,6 +65,16 @@ type Config struct {
 	VerifyUpstreamTLS bool          // --verify-upstream-tls
 
 	ShutdownTimeout time.Duration // --shutdown-timeout
+
+	// Backend specs (none, embedded:PATH, redis://..., redis+cluster://...).
+	DedupDB             string        // --dedup-db, --dedup-db-file, -j
+	StatsDB             string        // --stats-db, --stats-db-file
+	DedupMinTextSize    int64         // --dedup-min-text-size
+	DedupMinBinarySize  int64         // --dedup-min-binary-size
+	DedupOnlyWithBucket bool          // --dedup-only-with-bucket
+	BlackoutPeriod      time.Duration // --blackout-period; 0 off
+	CrawlLogDir         string        // --crawl-log-dir; empty: no crawl log
+	SubdirPrefix        bool          // --subdir-prefix
 
 	LogLevel  string // --log-level: debug|info|warn|error
 	LogFormat string // --log-format: text|json
@@ -111,10 +119,17 @@ func Default() Config {
 		SocketTimeout:   60 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 
+		DedupDB: DefaultDB,
+		StatsDB: DefaultDB,
+
 		LogLevel:  "info",
 		LogFormat: "text",
 	}
 }
+
+// DefaultDB is where dedup and stats live unless told otherwise: one local
+// file, no server.
+const DefaultDB = "embedded:./warcproxy.db"
 
 // Choices of the enumerated settings.
 var (
@@ -159,10 +174,15 @@ func (c Config) Validate() error {
 		}
 	}
 
-	for flag, v := range map[string]string{"dedup-db-file": c.DedupDBFile, "stats-db-file": c.StatsDBFile} {
-		if v != "" && v != "/dev/null" {
-			bad(flag, "%q: warcproxy has no deduplication or statistics database yet; only /dev/null (none, as warcprox takes it) is accepted", v)
+	for flag, v := range map[string]string{"dedup-db": c.DedupDB, "stats-db": c.StatsDB} {
+		if _, err := store.Parse(v); err != nil {
+			bad(flag, "%v", err)
 		}
+	}
+	notNegative("dedup-min-text-size", c.DedupMinTextSize)
+	notNegative("dedup-min-binary-size", c.DedupMinBinarySize)
+	if c.BlackoutPeriod < 0 {
+		bad("blackout-period", "must not be negative (0 turns it off), got %s", c.BlackoutPeriod)
 	}
 	if c.Pprof && c.MetricsAddress == "" {
 		bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")

@@ -49,7 +49,8 @@ func TestDefaultValues(t *testing.T) {
 		TmpFileMaxMemory: 512 * 1024, TmpDir: "", SpoolMemory: 64 * 1024 * 1024, MaxResourceSize: 0,
 		SocketTimeout: 60 * time.Second, MethodFilter: nil, VerifyUpstreamTLS: false,
 		ShutdownTimeout: 30 * time.Second,
-		LogLevel:        "info", LogFormat: "text",
+		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db",
+		LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Fatalf("Default() (-want +got):\n%s", diff)
@@ -216,9 +217,11 @@ func TestParseErrorsNameTheFlag(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{[]string{"--no-such-flag"}, []string{"no-such-flag"}},
-		{[]string{"--dedup-db-file", "./warcprox.sqlite"}, []string{"dedup-db-file", "only /dev/null"}},
-		{[]string{"-j", "dedup.db"}, []string{"dedup-db-file", "only /dev/null"}},
-		{[]string{"--stats-db-file", "stats.db"}, []string{"stats-db-file", "only /dev/null"}},
+		{[]string{"--dedup-db", "mysql://x"}, []string{"--dedup-db", "unknown backend"}},
+		{[]string{"--stats-db", "embedded:"}, []string{"--stats-db", "embedded needs a file"}},
+		{[]string{"--dedup-db", "redis://127.0.0.1:6379/x"}, []string{"--dedup-db", "redis"}},
+		{[]string{"--dedup-min-text-size", "-1"}, []string{"dedup-min-text-size", "negative"}},
+		{[]string{"--blackout-period", "-5"}, []string{"blackout-period", "negative"}},
 		{[]string{"--rethinkdb-dedup-url", "x"}, []string{"rethinkdb-dedup-url", "warcprox option"}},
 		{[]string{"--port"}, []string{"port", "argument"}},
 		{[]string{"--port", "http"}, []string{"port", `"http"`, "not an integer"}},
@@ -435,15 +438,23 @@ func TestFileValueValidatedAfterFlags(t *testing.T) {
 	require.ErrorContains(t, err, "line 1: port")
 }
 
-// warcprox command lines often turn its databases off with /dev/null; they
-// run unchanged.
-func TestWarcproxDatabasesOff(t *testing.T) {
-	for _, args := range [][]string{
-		{"--dedup-db-file=/dev/null", "--stats-db-file", "/dev/null"},
-		{"-j", "/dev/null"},
-		{"--dedup-db-file", ""},
+// warcprox command lines name their database files with --dedup-db-file
+// (-j) and --stats-db-file, or turn them off with /dev/null; they run
+// unchanged, as aliases of --dedup-db and --stats-db.
+func TestWarcproxDatabaseFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args           []string
+		dedup, statsDB string
+	}{
+		{[]string{"--dedup-db-file=/dev/null", "--stats-db-file", "/dev/null"}, "/dev/null", "/dev/null"},
+		{[]string{"-j", "/dev/null"}, "/dev/null", DefaultDB},
+		{[]string{"--dedup-db-file", ""}, "", DefaultDB},
+		{[]string{"-j", "./warcprox.sqlite", "--stats-db-file", "stats.db"}, "./warcprox.sqlite", "stats.db"},
+		{[]string{"--dedup-db", "redis://127.0.0.1:6379/0", "--stats-db", "none"}, "redis://127.0.0.1:6379/0", "none"},
 	} {
-		_, err := Parse(args, io.Discard)
-		require.NoError(t, err, "%q", args)
+		c, err := Parse(tt.args, io.Discard)
+		require.NoError(t, err, "%q", tt.args)
+		require.Equal(t, tt.dedup, c.DedupDB, "%q", tt.args)
+		require.Equal(t, tt.statsDB, c.StatsDB, "%q", tt.args)
 	}
 }

@@ -112,11 +112,23 @@ func groups(c *Config, sh *logShorthands) []group {
 			{name: "spool-memory", metavar: "size", inFile: true, value: sizeValue{&c.SpoolMemory},
 				help: "Memory for captures across all connections and the queue; once it is used up, new captures go to temporary files from their first byte."},
 		}},
-		{"warcprox databases", []*option{
-			{name: "dedup-db-file", aliases: []string{"j"}, metavar: "path", value: stringValue{&c.DedupDBFile},
-				help: "warcprox's deduplication database. Only /dev/null or empty (no deduplication, warcprox's way to turn it off) is accepted until warcproxy has deduplication."},
-			{name: "stats-db-file", metavar: "path", value: stringValue{&c.StatsDBFile},
-				help: "warcprox's statistics database. Only /dev/null or empty (no statistics) is accepted until warcproxy keeps statistics."},
+		{"Deduplication, statistics and crawl log", []*option{
+			{name: "dedup-db", aliases: []string{"dedup-db-file", "j"}, metavar: "spec", inFile: true, value: stringValue{&c.DedupDB},
+				help: "Where dedup entries are kept: embedded:PATH (one local file, the default), redis://host:port/db (shared by a fleet of proxies; ?prefix=name: sets the key prefix), redis+cluster://host:port,host:port, or none. As in warcprox, a bare path means embedded:PATH and /dev/null or empty means none."},
+			{name: "stats-db", aliases: []string{"stats-db-file"}, metavar: "spec", inFile: true, value: stringValue{&c.StatsDB},
+				help: "Where per-bucket statistics (and the counters that limits check) are kept; the same forms as --dedup-db, and the same file or server may serve both. With none, statistics live in memory only, for limits."},
+			{name: "dedup-min-text-size", metavar: "size", inFile: true, value: sizeValue{&c.DedupMinTextSize},
+				help: "Only dedup text payloads (text/*, JSON, JavaScript, XML, SVG) larger than this."},
+			{name: "dedup-min-binary-size", metavar: "size", inFile: true, value: sizeValue{&c.DedupMinBinarySize},
+				help: "Only dedup other payloads larger than this."},
+			{name: "dedup-only-with-bucket", inFile: true, value: boolValue{&c.DedupOnlyWithBucket},
+				help: "Dedup only requests whose Warcprox-Meta names dedup-buckets."},
+			{name: "blackout-period", metavar: "duration", inFile: true, value: durationValue{&c.BlackoutPeriod},
+				help: "Write nothing for a duplicate of the same URL archived less than this long ago, instead of a revisit record (warcprox's option, a number of seconds or a duration); 0 turns it off."},
+			{name: "crawl-log-dir", metavar: "dir", inFile: true, value: stringValue{&c.CrawlLogDir},
+				help: "Write a Heritrix-format crawl log into this directory, one file per WARC prefix ({prefix}-{shorthostname}-{port}.log); empty writes none."},
+			{name: "subdir-prefix", inFile: true, value: boolValue{&c.SubdirPrefix},
+				help: "Write each prefix's WARC files into a subdirectory of --dir named after the prefix."},
 		}},
 		{"Logging", []*option{
 			{name: "log-level", metavar: "level", inFile: true, value: enumValue{&c.LogLevel, logLevels},
@@ -246,11 +258,10 @@ var warcproxOnly = map[string]bool{
 	"rethinkdb-stats-url": true, "P": true, "playback-port": true,
 	"playback-index-db-file": true, "rethinkdb-dedup-url": true,
 	"rethinkdb-big-table-url": true, "rethinkdb-trough-db-url": true, "cdxserver-dedup": true,
-	"cdxserver-dedup-cookies": true, "rethinkdb-services-url": true, "dedup-min-text-size": true,
-	"dedup-min-binary-size": true, "dedup-only-with-bucket": true, "blackout-period": true,
+	"cdxserver-dedup-cookies": true, "rethinkdb-services-url": true,
 	"rethinkdb-servers": true, "rethinkdb-db": true, "rethinkdb-big-table": true,
 	"kafka-broker-list": true, "kafka-capture-feed-topic": true, "onion-tor-socks-proxy": true,
-	"crawl-log-dir": true, "plugin": true, "profile": true, "no-warc-open-suffix": true,
+	"plugin": true, "profile": true, "no-warc-open-suffix": true,
 }
 
 // explainUndefined adds to the flag package's "flag provided but not

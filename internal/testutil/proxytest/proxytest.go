@@ -43,6 +43,10 @@ func Start(tb testing.TB, mutate func(*config.Config)) *Proxy {
 	cfg.Dir = filepath.Join(dir, "warcs")
 	cfg.CACert = filepath.Join(dir, "ca", "warcproxy-ca.pem")
 	cfg.ShutdownTimeout = 10 * time.Second
+	// The embedded database goes beside the WARCs, not into the package
+	// directory the test runs in.
+	cfg.DedupDB = "embedded:" + filepath.Join(dir, "warcproxy.db")
+	cfg.StatsDB = cfg.DedupDB
 	if mutate != nil {
 		mutate(&cfg)
 	}
