@@ -1,0 +1,146 @@
+package stats
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/warcproxy/warcproxy/internal/store"
+)
+
+func init() {
+	Register(store.Embedded, func(spec store.Spec, h *store.Handles) (Store, error) {
+		db, release, err := h.Bolt(spec)
+		if err != nil {
+			return nil, err
+		}
+		return NewBoltStore(db, release), nil
+	})
+}
+
+// boltBucket is the bbolt bucket holding the stats; the file may hold
+// other packages' buckets (dedup) too.
+const boltBucket = "stats"
+
+// BoltStore keeps buckets in the "stats" bucket of a bbolt file: key the
+// bucket name, value warcprox's JSON document. One process at a time.
+type BoltStore struct {
+	db      *bolt.DB
+	release func() error
+
+	mu     sync.RWMutex // held (read) by operations, (write) by Close
+	closed bool
+}
+
+var _ Store = (*BoltStore)(nil)
+
+// NewBoltStore uses db; Close calls release (nil: nothing to release).
+func NewBoltStore(db *bolt.DB, release func() error) *BoltStore {
+	return &BoltStore{db: db, release: release}
+}
+
+// Add adds the increments in one write transaction.
+func (s *BoltStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	out := make(map[string]Bucket, len(deltas))
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte(boltBucket))
+		if err != nil {
+			return err
+		}
+		for name, d := range deltas {
+			if !validName(name) {
+				return fmt.Errorf("bucket name of %d bytes (want 1..%d)", len(name), MaxNameLen)
+			}
+			v, err := decodeDoc(b.Get([]byte(name)))
+			if err != nil {
+				return fmt.Errorf("bucket %q: %w", name, err)
+			}
+			v.add(d)
+			enc, _ := v.Doc(name).MarshalJSON()
+			if err := b.Put([]byte(name), enc); err != nil {
+				return fmt.Errorf("bucket %q: %w", name, err)
+			}
+			out[name] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding to stats: %w", err)
+	}
+	return out, nil
+}
+
+// Get reads the named buckets in one read transaction.
+func (s *BoltStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	out := make(map[string]Bucket, len(names))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(boltBucket))
+		if b == nil {
+			return nil
+		}
+		for _, name := range names {
+			if !validName(name) {
+				continue
+			}
+			raw := b.Get([]byte(name))
+			if raw == nil {
+				continue
+			}
+			v, err := decodeDoc(raw)
+			if err != nil {
+				return fmt.Errorf("bucket %q: %w", name, err)
+			}
+			out[name] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading stats: %w", err)
+	}
+	return out, nil
+}
+
+// Close releases the file (it stays open while dedup still uses it).
+func (s *BoltStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.release == nil {
+		return nil
+	}
+	return s.release()
+}
+
+// decodeDoc parses a stored document; nil is an empty bucket.
+func decodeDoc(raw []byte) (Bucket, error) {
+	if raw == nil {
+		return Bucket{}, nil
+	}
+	var d Doc
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return Bucket{}, fmt.Errorf("bad stored value: %w", err)
+	}
+	return d.Value(), nil
+}

@@ -1,0 +1,163 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/warcproxy/warcproxy/internal/store"
+)
+
+func init() {
+	Register(store.Redis, func(spec store.Spec, h *store.Handles) (Store, error) {
+		c, release, err := h.Redis(spec)
+		if err != nil {
+			return nil, err
+		}
+		return NewRedisStore(c, spec.KeyPrefix, release), nil
+	})
+}
+
+// RedisStore keeps each bucket in a Redis hash, key prefix+"stats:"+name,
+// fields "total:urls", "total:wire_bytes", "new:urls" and so on. Each
+// command touches one key, so it works on Redis Cluster, and any number of
+// proxies may share it: their increments add up.
+type RedisStore struct {
+	c       redis.UniversalClient
+	prefix  string
+	release func() error
+
+	mu     sync.RWMutex // held (read) by operations, (write) by Close
+	closed bool
+}
+
+var (
+	_ Store       = (*RedisStore)(nil)
+	_ SharedStore = (*RedisStore)(nil)
+)
+
+// NewRedisStore uses client c with keys under keyPrefix; Close calls
+// release (nil: nothing to release).
+func NewRedisStore(c redis.UniversalClient, keyPrefix string, release func() error) *RedisStore {
+	return &RedisStore{c: c, prefix: keyPrefix + "stats:", release: release}
+}
+
+// Shared reports true: other proxies may add to the same buckets.
+func (s *RedisStore) Shared() bool { return true }
+
+// Key returns the Redis key of a bucket.
+func (s *RedisStore) Key(name string) string { return s.prefix + name }
+
+// addScript adds to the counters of one bucket (ARGV: field, increment,
+// field, increment, ...) and returns their new values. A script runs
+// atomically, so the values are one state of the bucket; it touches one
+// key, so it runs on Redis Cluster.
+const addScript = `local r = {}
+for i = 1, #ARGV, 2 do
+  r[#r + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return r`
+
+// Add runs HINCRBY on each counter of each bucket, a bucket's six in one
+// script call, all buckets in one pipeline (one round trip per node).
+func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if len(deltas) == 0 {
+		return map[string]Bucket{}, nil
+	}
+	names := make([]string, 0, len(deltas))
+	cmds := make([]*redis.Cmd, 0, len(deltas))
+	fields := fieldNames()
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for name, d := range deltas {
+			args := make([]any, 0, 2*len(fields))
+			for i, v := range d.fields() {
+				args = append(args, fields[i], *v)
+			}
+			names = append(names, name)
+			cmds = append(cmds, p.Eval(ctx, addScript, []string{s.Key(name)}, args...))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding to stats in redis: %w", err)
+	}
+	out := make(map[string]Bucket, len(names))
+	for i, name := range names {
+		vals, err := cmds[i].Int64Slice()
+		if err != nil || len(vals) != len(fields) {
+			return nil, fmt.Errorf("adding to stats in redis: key %q: unexpected reply %v (%v)", s.Key(name), cmds[i].Val(), err)
+		}
+		var b Bucket
+		for j, f := range b.fields() {
+			*f = vals[j]
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// Get reads the named buckets with one HGETALL each, in one round trip.
+func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	out := make(map[string]Bucket, len(names))
+	if len(names) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(names))
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, name := range names {
+			cmds[i] = p.HGetAll(ctx, s.Key(name))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading stats from redis: %w", err)
+	}
+	fields := fieldNames()
+	for i, name := range names {
+		m := cmds[i].Val()
+		if len(m) == 0 {
+			continue
+		}
+		var b Bucket
+		for j, f := range b.fields() {
+			v, ok := m[fields[j]]
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("reading stats from redis: key %q field %q: %w", s.Key(name), fields[j], err)
+			}
+			*f = n
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// Close releases the client (it stays open while dedup still uses it).
+func (s *RedisStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.release == nil {
+		return nil
+	}
+	return s.release()
+}
