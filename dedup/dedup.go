@@ -1,0 +1,157 @@
+// Package dedup remembers which payloads are already archived, so that a
+// capture whose payload digest was written before becomes a revisit record
+// pointing at the original instead of a second full copy.
+//
+// As in warcprox, an entry is keyed by payload digest ("sha1:BASE32...") and
+// dedup bucket, and holds the original response record's WARC-Record-ID,
+// WARC-Target-URI and WARC-Date. A Store keeps entries in a backend chosen
+// by a store.Spec (an embedded bbolt file or Redis); an Index in front of
+// it batches concurrent lookups, buffers saves and counts both.
+//
+// The proxy owns the policy (which buckets a capture uses, which are
+// read-only, minimum sizes): it asks Index.Lookup before writing and calls
+// Index.Save once the original record is on disk.
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/warcproxy/warcproxy/internal/store"
+)
+
+// Entry locates the original capture of a payload: its response record's
+// WARC-Record-ID (with the angle brackets), WARC-Target-URI and WARC-Date,
+// as written. It is stored as warcprox stores it:
+// {"id":"<urn:uuid:...>","url":"...","date":"..."}.
+type Entry struct {
+	ID   string `json:"id"`
+	URL  string `json:"url"`
+	Date string `json:"date"`
+}
+
+// Key names one entry: a payload digest as written in WARC-Payload-Digest
+// ("sha1:BASE32...") and a dedup bucket ("" is warcprox's default bucket).
+type Key struct {
+	Digest string
+	Bucket string
+}
+
+// Item is an entry to save under its key.
+type Item struct {
+	Key   Key
+	Entry Entry
+}
+
+// Store is a dedup backend. Implementations are safe for concurrent use.
+type Store interface {
+	// Lookup returns one *Entry per key, in order; nil means not found.
+	Lookup(ctx context.Context, keys []Key) ([]*Entry, error)
+	// Save stores the items; a later save of a key replaces the earlier
+	// one (within one call too: the last item for a key wins).
+	Save(ctx context.Context, items []Item) error
+	// Close releases the backend. Lookup and Save then fail with
+	// ErrClosed; a second Close does nothing.
+	Close() error
+}
+
+// ErrClosed is returned by a Store or Index used after Close.
+var ErrClosed = errors.New("dedup: closed")
+
+// Factory opens a Store for a spec of the kind it was registered for,
+// taking its database handle from h (and releasing it on Close).
+type Factory func(spec store.Spec, h *store.Handles) (Store, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[store.Kind]Factory{}
+)
+
+// Register makes a backend available to Open for specs of the given kind.
+// Backends call it from init(); registering a kind twice panics.
+func Register(kind store.Kind, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if f == nil {
+		panic(fmt.Sprintf("dedup: Register(%q) with a nil factory", kind))
+	}
+	if _, dup := registry[kind]; dup {
+		panic(fmt.Sprintf("dedup: backend %q registered twice", kind))
+	}
+	registry[kind] = f
+}
+
+// Open opens the Store a spec names. For store.None it returns (nil, nil):
+// dedup is off. A nil h gets a private store.Handles.
+func Open(spec store.Spec, h *store.Handles) (Store, error) {
+	if spec.Kind == store.None {
+		return nil, nil
+	}
+	registryMu.Lock()
+	f := registry[spec.Kind]
+	var kinds []string
+	if f == nil {
+		for k := range registry {
+			kinds = append(kinds, string(k))
+		}
+	}
+	registryMu.Unlock()
+	if f == nil {
+		sort.Strings(kinds)
+		return nil, fmt.Errorf("dedup: no backend for %q (have %s)", spec.Kind, strings.Join(kinds, ", "))
+	}
+	if h == nil {
+		h = &store.Handles{}
+	}
+	s, err := f(spec, h)
+	if err != nil {
+		return nil, fmt.Errorf("opening dedup store %s: %w", spec.Raw, err)
+	}
+	return s, nil
+}
+
+// storageKey is the key of an entry in a backend: digest + "|" + bucket, as
+// warcprox builds it. Digests never contain "|" or "%" in practice, and are
+// then used as they are; otherwise those two characters of the digest are
+// percent-escaped, so that the first "|" always ends the digest and no two
+// keys share a storage key (the bucket may contain anything).
+func storageKey(k Key) string {
+	d := k.Digest
+	if strings.ContainsAny(d, "%|") {
+		d = strings.NewReplacer("%", "%25", "|", "%7C").Replace(d)
+	}
+	return d + "|" + k.Bucket
+}
+
+// closeGuard makes a backend's operations fail with ErrClosed after Close
+// and lets Close wait for the operations in progress.
+type closeGuard struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter starts an operation; call the returned func when it ends.
+func (g *closeGuard) enter() (leave func(), err error) {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return g.mu.RUnlock, nil
+}
+
+// close marks the backend closed once the operations in progress ended; it
+// reports whether this call closed it (false for a second Close).
+func (g *closeGuard) close() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.closed = true
+	return true
+}

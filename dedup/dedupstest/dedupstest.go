@@ -1,0 +1,402 @@
+// Package dedupstest holds the contract every dedup.Store backend passes
+// (Run) and an in-memory Store for tests of code that uses dedup
+// (MemStore).
+package dedupstest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/warcproxy/warcproxy/dedup"
+)
+
+// Opener prepares fresh, empty storage private to one test and returns a
+// function that opens a Store on it. Run calls that function again after
+// closing the previous Store and expects the same data, read through a new
+// handle (a bbolt file opened anew, a new Redis client).
+type Opener func(t *testing.T) (open func() (dedup.Store, error))
+
+// Run runs the contract suite against the backend that newStorage opens.
+func Run(t *testing.T, newStorage Opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, open func() dedup.Store)
+	}{
+		{"NotFound", testNotFound},
+		{"SaveThenLookup", testSaveThenLookup},
+		{"BucketsIsolated", testBucketsIsolated},
+		{"Replace", testReplace},
+		{"OddCharacters", testOddCharacters},
+		{"ThousandKeys", testThousandKeys},
+		{"Concurrent", testConcurrent},
+		{"Reopen", testReopen},
+		{"AfterClose", testAfterClose},
+		{"CanceledContext", testCanceledContext},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			openStorage := newStorage(t)
+			open := func() dedup.Store {
+				t.Helper()
+				s, err := openStorage()
+				require.NoError(t, err)
+				require.NotNil(t, s)
+				t.Cleanup(func() { _ = s.Close() })
+				return s
+			}
+			tc.fn(t, open)
+		})
+	}
+}
+
+// Entry returns a distinct, realistic entry for n.
+func Entry(n int) dedup.Entry {
+	return dedup.Entry{
+		ID:   fmt.Sprintf("<urn:uuid:%08x-0000-4000-8000-%012x>", n, n),
+		URL:  fmt.Sprintf("https://example.com/page/%d?q=a&b=<c>", n),
+		Date: fmt.Sprintf("2024-03-%02dT12:34:56Z", 1+n%28),
+	}
+}
+
+// Digest returns a distinct, realistic payload digest for n.
+func Digest(n int) string {
+	return fmt.Sprintf("sha1:%032X", n)
+}
+
+func lookup(t *testing.T, s dedup.Store, keys ...dedup.Key) []*dedup.Entry {
+	t.Helper()
+	got, err := s.Lookup(context.Background(), keys)
+	require.NoError(t, err)
+	require.Len(t, got, len(keys), "one result per key")
+	return got
+}
+
+func save(t *testing.T, s dedup.Store, items ...dedup.Item) {
+	t.Helper()
+	require.NoError(t, s.Save(context.Background(), items))
+}
+
+func requireEntry(t *testing.T, want dedup.Entry, got *dedup.Entry, msgAndArgs ...any) {
+	t.Helper()
+	require.NotNil(t, got, msgAndArgs...)
+	if d := cmp.Diff(want, *got); d != "" {
+		t.Fatalf("entry (-want +got):\n%s\n%v", d, fmt.Sprint(msgAndArgs...))
+	}
+}
+
+func testNotFound(t *testing.T, open func() dedup.Store) {
+	s := open()
+	got := lookup(t, s, dedup.Key{Digest: Digest(1)}, dedup.Key{Digest: Digest(1), Bucket: "b"}, dedup.Key{})
+	require.Equal(t, []*dedup.Entry{nil, nil, nil}, got)
+	require.Empty(t, lookup(t, s), "no keys, no results")
+	save(t, s) // no items: nothing to do
+}
+
+func testSaveThenLookup(t *testing.T, open func() dedup.Store) {
+	s := open()
+	k := dedup.Key{Digest: Digest(7), Bucket: "crawl"}
+	save(t, s, dedup.Item{Key: k, Entry: Entry(7)})
+	got := lookup(t, s, dedup.Key{Digest: Digest(6), Bucket: "crawl"}, k, dedup.Key{Digest: Digest(8), Bucket: "crawl"})
+	require.Nil(t, got[0])
+	requireEntry(t, Entry(7), got[1])
+	require.Nil(t, got[2])
+
+	got = lookup(t, s, k, k)
+	requireEntry(t, Entry(7), got[0], "a key asked twice")
+	requireEntry(t, Entry(7), got[1], "a key asked twice")
+	got[0].URL = "changed by the caller"
+	requireEntry(t, Entry(7), lookup(t, s, k)[0], "results are copies")
+}
+
+func testBucketsIsolated(t *testing.T, open func() dedup.Store) {
+	s := open()
+	d := Digest(1)
+	save(t, s, dedup.Item{Key: dedup.Key{Digest: d, Bucket: "a"}, Entry: Entry(1)})
+	got := lookup(t, s, dedup.Key{Digest: d, Bucket: "a"}, dedup.Key{Digest: d, Bucket: "b"}, dedup.Key{Digest: d}, dedup.Key{Digest: d, Bucket: "A"})
+	requireEntry(t, Entry(1), got[0])
+	require.Nil(t, got[1], "another bucket")
+	require.Nil(t, got[2], "the default bucket")
+	require.Nil(t, got[3], "bucket names are case-sensitive")
+
+	save(t, s, dedup.Item{Key: dedup.Key{Digest: d, Bucket: "b"}, Entry: Entry(2)}, dedup.Item{Key: dedup.Key{Digest: d}, Entry: Entry(3)})
+	got = lookup(t, s, dedup.Key{Digest: d, Bucket: "a"}, dedup.Key{Digest: d, Bucket: "b"}, dedup.Key{Digest: d})
+	requireEntry(t, Entry(1), got[0])
+	requireEntry(t, Entry(2), got[1])
+	requireEntry(t, Entry(3), got[2])
+}
+
+func testReplace(t *testing.T, open func() dedup.Store) {
+	s := open()
+	k := dedup.Key{Digest: Digest(1), Bucket: "b"}
+	other := dedup.Key{Digest: Digest(2), Bucket: "b"}
+	save(t, s, dedup.Item{Key: k, Entry: Entry(1)}, dedup.Item{Key: other, Entry: Entry(9)})
+	save(t, s, dedup.Item{Key: k, Entry: Entry(2)})
+	got := lookup(t, s, k, other)
+	requireEntry(t, Entry(2), got[0], "a later save replaces the earlier")
+	requireEntry(t, Entry(9), got[1], "other keys untouched")
+
+	save(t, s, dedup.Item{Key: k, Entry: Entry(3)}, dedup.Item{Key: other, Entry: Entry(4)}, dedup.Item{Key: k, Entry: Entry(5)})
+	got = lookup(t, s, k, other)
+	requireEntry(t, Entry(5), got[0], "the last item of a batch wins")
+	requireEntry(t, Entry(4), got[1])
+}
+
+func testOddCharacters(t *testing.T, open func() dedup.Store) {
+	s := open()
+	keys := []dedup.Key{
+		{Digest: Digest(1), Bucket: ""},
+		{Digest: Digest(1), Bucket: "|"},
+		{Digest: Digest(1), Bucket: "a|b"},
+		{Digest: Digest(1), Bucket: "||"},
+		{Digest: Digest(1), Bucket: "crawl:2024:job"},
+		{Digest: Digest(1), Bucket: "with space "},
+		{Digest: Digest(1), Bucket: " "},
+		{Digest: Digest(1), Bucket: "ünïcødé 日本語 🦀"},
+		{Digest: Digest(1), Bucket: "tab\tnew\nline\x00nul\xff"},
+		{Digest: Digest(1), Bucket: "{slot}tag"},
+		{Digest: Digest(1), Bucket: `"quoted"\`},
+		{Digest: Digest(1), Bucket: "%7C"},
+		{Digest: Digest(1), Bucket: strings.Repeat("long", 2000)},
+		// Digests with the separator must not collide with buckets
+		// holding it.
+		{Digest: "a|b", Bucket: "c"},
+		{Digest: "a", Bucket: "b|c"},
+		{Digest: "a|b|c", Bucket: ""},
+		{Digest: "a%7Cb", Bucket: "c"},
+		{Digest: "a%b", Bucket: "c"},
+		{Digest: "", Bucket: ""},
+		{Digest: "", Bucket: "|"},
+		{Digest: "sha256:ÄÖ 日本", Bucket: "x"},
+		{Digest: "dedup:" + Digest(1), Bucket: ""},
+	}
+	odd := dedup.Entry{
+		ID:   "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>",
+		URL:  "http://ex.com/ünï/日本?q=\"x\"&y=<z>\\\x7f\xff\xfe\x01",
+		Date: "2024-03-01T12:34:56.123456Z",
+	}
+	var items []dedup.Item
+	for i, k := range keys {
+		e := Entry(i)
+		if i == 3 {
+			e = odd
+		}
+		items = append(items, dedup.Item{Key: k, Entry: e})
+	}
+	save(t, s, items...)
+	got := lookup(t, s, keys...)
+	for i, k := range keys {
+		requireEntry(t, items[i].Entry, got[i], fmt.Sprintf("key %q", k))
+	}
+	// One key at a time too, in case a backend mixes up batch positions.
+	for i, k := range keys {
+		requireEntry(t, items[i].Entry, lookup(t, s, k)[0], fmt.Sprintf("key %q alone", k))
+	}
+	got = lookup(t, s, dedup.Key{Digest: "a|b", Bucket: ""}, dedup.Key{Digest: "a", Bucket: "b"}, dedup.Key{Digest: Digest(1), Bucket: "a"})
+	require.Equal(t, []*dedup.Entry{nil, nil, nil}, got)
+}
+
+func testThousandKeys(t *testing.T, open func() dedup.Store) {
+	s := open()
+	const n = 1000
+	items := make([]dedup.Item, n)
+	for i := range items {
+		items[i] = dedup.Item{Key: dedup.Key{Digest: Digest(i), Bucket: fmt.Sprint("b", i%3)}, Entry: Entry(i)}
+	}
+	save(t, s, items...)
+
+	// 1000 keys, every other one saved: answers keep their positions.
+	keys := make([]dedup.Key, n)
+	for i := range keys {
+		if i%2 == 0 {
+			keys[i] = items[i].Key
+		} else {
+			keys[i] = dedup.Key{Digest: Digest(n + i), Bucket: items[i].Key.Bucket}
+		}
+	}
+	got := lookup(t, s, keys...)
+	for i := range keys {
+		if i%2 == 0 {
+			requireEntry(t, Entry(i), got[i], fmt.Sprint("key ", i))
+		} else {
+			require.Nil(t, got[i], "key %d", i)
+		}
+	}
+}
+
+func testConcurrent(t *testing.T, open func() dedup.Store) {
+	s := open()
+	const workers, per = 16, 40
+	var g errgroup.Group
+	for w := range workers {
+		g.Go(func() error {
+			ctx := context.Background()
+			for i := range per {
+				n := w*per + i
+				k := dedup.Key{Digest: Digest(n), Bucket: "c"}
+				if err := s.Save(ctx, []dedup.Item{{Key: k, Entry: Entry(n)}}); err != nil {
+					return err
+				}
+				// Own key: must be there. A neighbour's: there or not,
+				// but never wrong.
+				nb := ((w+1)%workers)*per + i
+				got, err := s.Lookup(ctx, []dedup.Key{k, {Digest: Digest(nb), Bucket: "c"}})
+				if err != nil {
+					return err
+				}
+				if got[0] == nil || *got[0] != Entry(n) {
+					return fmt.Errorf("worker %d: own key %d: got %v", w, n, got[0])
+				}
+				if got[1] != nil && *got[1] != Entry(nb) {
+					return fmt.Errorf("worker %d: neighbour key %d: got %v", w, nb, *got[1])
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	keys := make([]dedup.Key, workers*per)
+	for n := range keys {
+		keys[n] = dedup.Key{Digest: Digest(n), Bucket: "c"}
+	}
+	for n, e := range lookup(t, s, keys...) {
+		requireEntry(t, Entry(n), e)
+	}
+}
+
+func testReopen(t *testing.T, open func() dedup.Store) {
+	s := open()
+	k := dedup.Key{Digest: Digest(1), Bucket: "b"}
+	save(t, s, dedup.Item{Key: k, Entry: Entry(1)}, dedup.Item{Key: dedup.Key{Digest: Digest(2)}, Entry: Entry(2)})
+	require.NoError(t, s.Close())
+
+	s2 := open()
+	got := lookup(t, s2, k, dedup.Key{Digest: Digest(2)}, dedup.Key{Digest: Digest(3)})
+	requireEntry(t, Entry(1), got[0], "saved before the reopen")
+	requireEntry(t, Entry(2), got[1], "saved before the reopen")
+	require.Nil(t, got[2])
+	save(t, s2, dedup.Item{Key: k, Entry: Entry(5)})
+	require.NoError(t, s2.Close())
+
+	requireEntry(t, Entry(5), lookup(t, open(), k)[0], "replaced after the reopen")
+}
+
+func testAfterClose(t *testing.T, open func() dedup.Store) {
+	s := open()
+	save(t, s, dedup.Item{Key: dedup.Key{Digest: Digest(1)}, Entry: Entry(1)})
+	require.NoError(t, s.Close())
+	_, err := s.Lookup(context.Background(), []dedup.Key{{Digest: Digest(1)}})
+	require.ErrorIs(t, err, dedup.ErrClosed)
+	err = s.Save(context.Background(), []dedup.Item{{Key: dedup.Key{Digest: Digest(2)}, Entry: Entry(2)}})
+	require.ErrorIs(t, err, dedup.ErrClosed)
+	require.NoError(t, s.Close(), "a second Close does nothing")
+}
+
+func testCanceledContext(t *testing.T, open func() dedup.Store) {
+	s := open()
+	k := dedup.Key{Digest: Digest(1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Save(ctx, []dedup.Item{{Key: k, Entry: Entry(1)}})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.Lookup(ctx, []dedup.Key{k})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, lookup(t, s, k)[0], "a canceled save stores nothing")
+	save(t, s, dedup.Item{Key: k, Entry: Entry(1)})
+	requireEntry(t, Entry(1), lookup(t, s, k)[0], "the store still works")
+}
+
+// MemStore is an in-memory dedup.Store for tests. Its zero value is ready
+// to use; it passes Run.
+type MemStore struct {
+	mu      sync.Mutex
+	m       map[dedup.Key]dedup.Entry
+	closed  bool
+	lookups int
+	saves   int
+}
+
+var _ dedup.Store = (*MemStore)(nil)
+
+// Lookup implements dedup.Store.
+func (s *MemStore) Lookup(ctx context.Context, keys []dedup.Key) ([]*dedup.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, dedup.ErrClosed
+	}
+	s.lookups++
+	out := make([]*dedup.Entry, len(keys))
+	for i, k := range keys {
+		if e, ok := s.m[k]; ok {
+			out[i] = &e
+		}
+	}
+	return out, nil
+}
+
+// Save implements dedup.Store.
+func (s *MemStore) Save(ctx context.Context, items []dedup.Item) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return dedup.ErrClosed
+	}
+	s.saves++
+	if s.m == nil {
+		s.m = make(map[dedup.Key]dedup.Entry)
+	}
+	for _, it := range items {
+		s.m[it.Key] = it.Entry
+	}
+	return nil
+}
+
+// Close implements dedup.Store.
+func (s *MemStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// Reopen makes a closed MemStore usable again, with its data, as if the
+// backend had been opened anew.
+func (s *MemStore) Reopen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = false
+}
+
+// Closed reports whether Close was called (and not followed by Reopen).
+func (s *MemStore) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Len is the number of entries stored.
+func (s *MemStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+// Calls reports how many Lookup and Save calls reached the store.
+func (s *MemStore) Calls() (lookups, saves int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups, s.saves
+}

@@ -1,0 +1,135 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/warcproxy/warcproxy/internal/store"
+)
+
+func init() { Register(store.Embedded, openEmbedded) }
+
+// boltBucket is the bbolt bucket that holds the entries. The file may be
+// shared with other components (stats), which keep to their own buckets.
+var boltBucket = []byte("dedup")
+
+// embeddedStore keeps entries in the bucket "dedup" of a bbolt file, under
+// storage keys digest+"|"+bucket with warcprox's JSON as values. A lookup
+// batch is one read transaction, a save batch one write transaction.
+//
+// bbolt keys are limited to 32 KiB: an entry whose bucket name would make
+// a longer key is not stored, and looking it up finds nothing (the capture
+// is then archived in full, as without dedup).
+type embeddedStore struct {
+	db      *bolt.DB
+	release func() error
+	guard   closeGuard
+}
+
+var _ Store = (*embeddedStore)(nil)
+
+// openEmbedded opens the embedded store of spec, sharing the bbolt file
+// through h.
+func openEmbedded(spec store.Spec, h *store.Handles) (Store, error) {
+	db, release, err := h.Bolt(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(boltBucket)
+		return err
+	}); err != nil {
+		_ = release()
+		return nil, fmt.Errorf("creating bucket %q: %w", boltBucket, err)
+	}
+	return &embeddedStore{db: db, release: release}, nil
+}
+
+// Lookup implements Store. A stored value that does not parse counts as
+// not found (the next save of its key replaces it).
+func (s *embeddedStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error) {
+	leave, err := s.guard.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*Entry, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(boltBucket)
+		if b == nil {
+			return fmt.Errorf("bucket %q missing", boltBucket)
+		}
+		for i, k := range keys {
+			sk := storageKey(k)
+			if len(sk) > bolt.MaxKeySize {
+				continue
+			}
+			// The value is only valid inside the transaction:
+			// decodeEntry copies it into fresh strings.
+			v := b.Get([]byte(sk))
+			if v == nil {
+				continue
+			}
+			if e, err := decodeEntry(v); err == nil {
+				out[i] = &e
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dedup lookup: %w", err)
+	}
+	return out, nil
+}
+
+// Save implements Store.
+func (s *embeddedStore) Save(ctx context.Context, items []Item) error {
+	leave, err := s.guard.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(boltBucket)
+		if b == nil {
+			return fmt.Errorf("bucket %q missing", boltBucket)
+		}
+		for _, it := range items {
+			sk := storageKey(it.Key)
+			if len(sk) > bolt.MaxKeySize {
+				continue
+			}
+			if err := b.Put([]byte(sk), encodeEntry(it.Entry)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dedup save: %w", err)
+	}
+	return nil
+}
+
+// Close implements Store: it releases the shared bbolt handle (the file
+// closes with its last user).
+func (s *embeddedStore) Close() error {
+	if !s.guard.close() {
+		return nil
+	}
+	return s.release()
+}
