@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Kind is the type of backend a spec names.
@@ -189,7 +190,7 @@ func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
 	r := h.bolts[key]
 	if r == nil {
 		db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true})
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, nil, fmt.Errorf("opening %s: another process has it open (an embedded database serves one proxy; use Redis to share one index between proxies)", s.Path)
 		}
 		if err != nil {
