@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"container/list"
 	"fmt"
 	"hash"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/spool"
+	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -97,6 +99,19 @@ type exchange struct {
 	payload   payloadReader
 	truncated string
 	prefix    string // WARC prefix (the default or Warcprox-Meta's warc-prefix)
+
+	headEnd        int64 // end of the final response head in res (revisit blocks end here)
+	end            time.Time
+	method         string
+	referer        string
+	status         int
+	contentType    string // the response's first Content-Type header
+	hasContentType bool
+	mimeType       string // its media type, lower case
+	payloadDigest  string
+	meta           *warcproxmeta.Meta
+	statsBuckets   []string
+	active         *list.Element // in Server.activeSet until written
 }
 
 func (ex *exchange) discard() {

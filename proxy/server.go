@@ -26,8 +26,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/warcproxy/warcproxy/dedup"
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/spool"
+	"github.com/warcproxy/warcproxy/stats"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/writer"
 )
@@ -60,6 +62,21 @@ type Options struct {
 	// MethodFilter, if not empty, lists the only methods that are archived.
 	MethodFilter      []string
 	VerifyUpstreamTLS bool
+	// WARCVersion ("1.0" or "1.1") is what the writer writes: dedup entries
+	// keep WARC-Date as written, and revisit records name the version's
+	// profile.
+	WARCVersion string
+
+	// Dedup, if set, turns duplicates into revisit records; Stats, if set,
+	// counts captures per bucket and enforces Warcprox-Meta limits;
+	// CrawlLog, if set, gets a line per fetch.
+	Dedup               Deduper
+	Stats               StatsTracker
+	CrawlLog            CrawlLogger
+	DedupMinTextSize    int64
+	DedupMinBinarySize  int64
+	DedupOnlyWithBucket bool
+	BlackoutPeriod      time.Duration
 
 	Version string
 	// Status, if set, adds fields (writer figures) to /status.
@@ -99,6 +116,13 @@ type Server struct {
 	clientErrLog    everySecond
 	handshakeErrors atomic.Int64
 	handshakeLog    everySecond
+
+	activeSet   activeSet // exchanges not yet written, oldest first
+	dedupErrors atomic.Int64
+	dedupErrLog everySecond
+	crawlLogErr everySecond
+	reMu        sync.Mutex
+	reCache     map[string]reEntry
 }
 
 // New validates opts and builds a Server; Serve starts it.
@@ -541,11 +565,18 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		}
 	}
 
-	ex := &exchange{start: time.Now(), targetURI: t.uri()}
+	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method, referer: r.Header.Get("Referer")}
 	meta, prefix, ok := s.warcproxMeta(w, r, t.uri())
 	if !ok {
 		return
 	}
+	ex.meta = meta
+	pol := s.newPolicy(meta, ex.targetURI)
+	if !s.enforceLimits(r.Context(), w, r, pol, ex.targetURI) {
+		return
+	}
+	ex.statsBuckets = pol.statsBuckets
+	ex.active = s.activeSet.add(ex.start)
 	archive := prefix != "-" && s.methodArchived(r.Method)
 	if archive {
 		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
@@ -556,6 +587,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	defer func() {
 		if !queued {
 			ex.discard()
+			s.activeSet.remove(ex.active)
 		}
 	}()
 
@@ -625,10 +657,18 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 			return
 		}
 		s.upstreamError(w, r, t, err)
+		s.logFailedFetch(r, ex.targetURI, meta, ex.start, err)
 		return
 	}
 	putBuf(headBuf)
 	ex.ip = c.ip
+	ex.headEnd = c.consumed()
+	ex.status = resp.StatusCode
+	ex.contentType, ex.hasContentType = "", false
+	if v := resp.Header.Values("Content-Type"); len(v) > 0 {
+		ex.contentType, ex.hasContentType = v[0], true
+		ex.mimeType = mimeTypeOf(v[0])
+	}
 	reusable := !resp.Close && !upgrade
 
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -636,7 +676,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		ex.resEnd = c.consumed()
 		s.metrics.response(ex.resEnd - ex.resStart)
 		ex.prefix = prefix
-		queued = s.enqueue(ex, archive)
+		queued = s.enqueue(r.Context(), ex, archive)
 		return func() { s.splice(w, c, resp) }
 	}
 
@@ -678,7 +718,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		c.conn.Close()
 	}
 	ex.prefix = prefix
-	queued = s.enqueue(ex, archive)
+	queued = s.enqueue(ctx, ex, archive)
 	if s.logger.Enabled(ctx, slog.LevelDebug) {
 		s.logger.Debug("exchange", "method", r.Method, "url", ex.targetURI, "status", resp.StatusCode,
 			"bytes", ex.resEnd-ex.resStart, "truncated", ex.truncated, "archived", archive && queued)
@@ -761,38 +801,140 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 	}
 }
 
-// enqueue hands a finished exchange to the writer. It reports whether the
-// writer took ownership of the spools.
-func (s *Server) enqueue(ex *exchange, archive bool) bool {
+// enqueue hands a finished exchange to the writer: as a response, as a
+// revisit of an earlier capture of the same payload, or not at all
+// (--prefix -, --method-filter, mime-type-filters, --blackout-period). It
+// counts the capture in its stats buckets, and once it is written saves it
+// for dedup and logs it in the crawl log. It reports whether the writer took
+// ownership of the spools.
+func (s *Server) enqueue(ctx context.Context, ex *exchange, archive bool) bool {
+	ex.end = time.Now()
+	if archive && s.mimeFiltered(ex.meta, ex.contentType, ex.hasContentType) {
+		archive = false
+	}
+	var original *dedup.Entry
+	dedupable := archive && s.shouldDedup(ex)
+	var lookupIn, saveTo []string
+	if ex.payload.h != nil {
+		ex.payloadDigest = s.opts.Digest.Format(ex.payload.h.Sum(nil), s.opts.Base32)
+	}
+	if dedupable {
+		lookupIn, saveTo = dedupBuckets(ex.meta)
+		// The client has its response; bound the wait, but do not give up
+		// on the capture because the client left.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		e, _, err := s.opts.Dedup.Lookup(lctx, ex.payloadDigest, lookupIn)
+		cancel()
+		switch {
+		case err != nil:
+			s.dedupErrors.Add(1)
+			if s.dedupErrLog.allow() {
+				s.logger.Error("dedup lookup failed: writing the full response", "url", ex.targetURI, "err", err)
+			}
+		case e != nil && s.inBlackout(e, ex.targetURI):
+			archive = false
+		case e != nil:
+			original = e
+		}
+	}
+	wire := ex.resEnd - ex.resStart
 	if !archive {
 		s.count(notArchived)
+		s.tally(ex, stats.NotWritten, wire).written()
+		s.logCrawl(s.crawlEntry(ex, nil, false))
 		return false
 	}
 	capture, err := ex.capture(ex.prefix, s.opts.Digest, s.opts.Base32)
+	if err == nil && original != nil {
+		err = s.toRevisit(ex, capture, original)
+	}
 	if err != nil {
 		s.count(failed)
 		s.logger.Error("capture not archived", "url", ex.targetURI, "err", err)
 		return false
 	}
-	if s.metrics != nil {
-		release, start := capture.Done, ex.start
-		capture.Done = func(err error) {
-			if err == nil {
-				s.metrics.captured(start)
-			}
+	outcome, result := stats.New, archived
+	if original != nil {
+		outcome, result = stats.Revisit, revisit
+	}
+	tally := s.tally(ex, outcome, wire)
+	release := capture.Done
+	capture.Done = func(err error) {
+		s.activeSet.remove(ex.active)
+		if err != nil {
+			tally.cancel()
 			release(err)
+			return
 		}
+		tally.written()
+		if s.metrics != nil {
+			s.metrics.captured(ex.start)
+		}
+		if dedupable && original == nil && len(saveTo) > 0 {
+			r := &capture.Records[0]
+			s.opts.Dedup.Save(ex.payloadDigest, saveTo, dedup.Entry{ID: r.ID, URL: r.TargetURI, Date: s.warcDate(r.Date)})
+		}
+		s.logCrawl(s.crawlEntry(ex, capture, original != nil))
+		release(nil)
 	}
 	// Wait for room however long it takes (back-pressure), even during a
 	// forced shutdown: what was read is still written, marked truncated.
 	// Only a pool that is closed refuses.
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
+		tally.cancel()
 		s.count(failed)
 		s.logger.Error("capture not archived: writer queue refused it", "url", ex.targetURI, "err", err)
 		return false
 	}
-	s.count(archived)
+	s.count(result)
 	return true
+}
+
+// toRevisit turns a capture's response record into a revisit of original:
+// the block keeps the response's status line and headers only.
+func (s *Server) toRevisit(ex *exchange, c *writer.Capture, original *dedup.Entry) error {
+	r := &c.Records[0]
+	headLen := ex.headEnd - ex.resStart
+	if headLen <= 0 || headLen > r.BlockLength {
+		return fmt.Errorf("revisit: response head of %d bytes out of range", headLen)
+	}
+	d, err := ex.res.digestRange(s.opts.Digest, s.opts.Base32, ex.resStart, headLen)
+	if err != nil {
+		return fmt.Errorf("digesting response head: %w", err)
+	}
+	r.Type = "revisit"
+	r.BlockLength = headLen
+	r.BlockDigest = d
+	r.Fields = append(r.Fields,
+		writer.Field{Name: "WARC-Profile", Value: s.revisitProfile()},
+		writer.Field{Name: "WARC-Refers-To", Value: original.ID},
+		writer.Field{Name: "WARC-Refers-To-Target-URI", Value: original.URL},
+		writer.Field{Name: "WARC-Refers-To-Date", Value: original.Date},
+	)
+	return nil
+}
+
+// statsTally wraps a stats tally so that a proxy without stats needs no
+// checks.
+type statsTally struct{ t *stats.Tally }
+
+func (x statsTally) written() {
+	if x.t != nil {
+		x.t.Written()
+	}
+}
+
+func (x statsTally) cancel() {
+	if x.t != nil {
+		x.t.Cancel()
+	}
+}
+
+func (s *Server) tally(ex *exchange, o stats.Outcome, wire int64) statsTally {
+	if s.opts.Stats == nil {
+		return statsTally{}
+	}
+	return statsTally{s.opts.Stats.Tally(ex.statsBuckets, o, wire)}
 }
 
 // upstreamError answers the client when the origin could not be reached or
@@ -973,6 +1115,17 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 		"prefix":                 s.opts.Prefix,
 		"queue_full_for_seconds": s.opts.Queue.FullFor().Seconds(),
 	}
+	// warcprox's view of how far behind the proxy is: the oldest exchange
+	// not yet written (in flight, or waiting in the writer queue).
+	st["earliest_still_active_fetch_start"] = nil
+	st["seconds_behind"] = 0.0
+	if t, ok := s.activeSet.earliest(); ok {
+		st["earliest_still_active_fetch_start"] = t.UTC().Format(time.RFC3339Nano)
+		st["seconds_behind"] = time.Since(t).Seconds()
+	}
+	st["unaccepted_requests"] = waiting
+	st["threads"] = s.opts.MaxConns
+	st["dedup_lookup_errors"] = s.dedupErrors.Load()
 	if addr := s.addr.Load(); addr != nil {
 		st["address"] = addr.IP.String()
 		st["port"] = addr.Port

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/warcproxy/warcproxy/crawllog"
+	"github.com/warcproxy/warcproxy/stats"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -31,13 +34,21 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
 		return
 	}
-	_, prefix, ok := s.warcproxMeta(w, r, uri)
+	meta, prefix, ok := s.warcproxMeta(w, r, uri)
 	if !ok {
 		return
 	}
+	// Subject to limits, and counted in stats, like a fetch (warcprox).
+	pol := s.newPolicy(meta, uri)
+	if !s.enforceLimits(r.Context(), w, r, pol, uri) {
+		return
+	}
 	if prefix == "-" {
-		_, _ = io.Copy(io.Discard, r.Body)
+		n, _ := io.Copy(io.Discard, r.Body)
 		s.count(notArchived)
+		if s.opts.Stats != nil {
+			s.opts.Stats.Tally(pol.statsBuckets, stats.NotWritten, n).Written()
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -61,15 +72,43 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		fail(http.StatusBadRequest, "reading the record's body: "+err.Error())
 		return
 	}
+	blockDigest := s.opts.Digest.Format(rec.h.Sum(nil), s.opts.Base32)
+	var tally statsTally
+	if s.opts.Stats != nil {
+		tally = statsTally{s.opts.Stats.Tally(pol.statsBuckets, stats.New, n)}
+	}
 	capture := &writer.Capture{
 		Prefix: prefix,
 		Records: []writer.Record{{
 			Type: warcType, Date: start, TargetURI: uri, ContentType: contentType,
-			Block: rec.buf, BlockLength: n, BlockDigest: s.opts.Digest.Format(rec.h.Sum(nil), s.opts.Base32),
+			Block: rec.buf, BlockLength: n, BlockDigest: blockDigest,
 		}},
-		Done: func(error) { rec.close() },
+	}
+	capture.Done = func(err error) {
+		rec.close()
+		if err != nil {
+			tally.cancel()
+			return
+		}
+		tally.written()
+		if s.opts.CrawlLog != nil {
+			e := crawllog.Entry{
+				Status: http.StatusNoContent, ContentLength: n, ContentSize: n, URL: uri,
+				MIMEType: mimeTypeOf(contentType), FetchStart: start, FetchDuration: time.Since(start),
+				PayloadDigest: blockDigest, Method: r.Method,
+				WARCFilename: filepath.Base(capture.File), WARCOffset: capture.Offset,
+			}
+			if meta != nil {
+				e.Metadata = meta.Metadata
+				if meta.WarcPrefix != nil {
+					e.Prefix = *meta.WarcPrefix
+				}
+			}
+			s.logCrawl(e)
+		}
 	}
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
+		tally.cancel()
 		if !errors.Is(err, writer.ErrClosed) {
 			// The writer refused the record itself (a WARC-Type that is
 			// not a token, a URI with control characters).

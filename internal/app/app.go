@@ -20,11 +20,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/warcproxy/warcproxy/crawllog"
+	"github.com/warcproxy/warcproxy/dedup"
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/rates"
 	"github.com/warcproxy/warcproxy/internal/spool"
+	"github.com/warcproxy/warcproxy/internal/store"
 	"github.com/warcproxy/warcproxy/proxy"
+	"github.com/warcproxy/warcproxy/stats"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -42,8 +46,15 @@ type App struct {
 	Registry *prometheus.Registry
 	Pool     *writer.Pool
 	Proxy    *proxy.Server
+	// Dedup is the dedup index (nil with --dedup-db none), Stats the
+	// per-bucket counters, CrawlLog the crawl log (nil without
+	// --crawl-log-dir).
+	Dedup    *dedup.Index
+	Stats    *stats.Tracker
+	CrawlLog *crawllog.Logger
 
 	spoolDir string
+	handles  store.Handles
 }
 
 // New builds every component and binds the listening socket, so that
@@ -101,6 +112,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		QueueMaxBytes:    cfg.QueueMaxBytes,
 		RolloverSize:     cfg.RolloverSize,
 		RolloverIdle:     cfg.RolloverIdleTime,
+		SubdirPrefix:     cfg.SubdirPrefix,
 		Software:         "warcproxy/" + version,
 		Port:             port,
 		Registerer:       reg,
@@ -109,7 +121,13 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		ln.Close()
 		return nil, err
 	}
-	a.Proxy, err = proxy.New(proxy.Options{
+	if err := a.openBackends(port); err != nil {
+		_ = a.closeBackends(context.Background())
+		_ = a.closePool(context.Background())
+		ln.Close()
+		return nil, err
+	}
+	popts := proxy.Options{
 		CA:                ca,
 		Spooler:           sp,
 		Queue:             a.Pool,
@@ -126,12 +144,30 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		SocketTimeout:     cfg.SocketTimeout,
 		MethodFilter:      cfg.MethodFilter,
 		VerifyUpstreamTLS: cfg.VerifyUpstreamTLS,
+		WARCVersion:       cfg.WARCVersion,
 		Version:           version,
 		Status:            a.status,
 		Registerer:        reg,
 		Metrics:           metricsHandler,
-	}, logger.With("component", "proxy"))
+
+		DedupMinTextSize:    cfg.DedupMinTextSize,
+		DedupMinBinarySize:  cfg.DedupMinBinarySize,
+		DedupOnlyWithBucket: cfg.DedupOnlyWithBucket,
+		BlackoutPeriod:      cfg.BlackoutPeriod,
+	}
+	// Typed nil pointers must not become non-nil interfaces.
+	if a.Dedup != nil {
+		popts.Dedup = a.Dedup
+	}
+	if a.Stats != nil {
+		popts.Stats = a.Stats
+	}
+	if a.CrawlLog != nil {
+		popts.CrawlLog = a.CrawlLog
+	}
+	a.Proxy, err = proxy.New(popts, logger.With("component", "proxy"))
 	if err != nil {
+		_ = a.closeBackends(context.Background())
 		_ = a.closePool(context.Background())
 		ln.Close()
 		return nil, err
@@ -151,6 +187,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 	}
 	if cfg.MetricsAddress != "" {
 		if a.mln, err = net.Listen("tcp", cfg.MetricsAddress); err != nil {
+			_ = a.closeBackends(context.Background())
 			_ = a.closePool(context.Background())
 			ln.Close()
 			return nil, fmt.Errorf("listening for metrics: %w", err)
@@ -169,6 +206,78 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 	}
 	a.rates.Start() // stopped by Shutdown
 	return a, nil
+}
+
+// openBackends opens the dedup index, the stats tracker and the crawl log.
+func (a *App) openBackends(port int) error {
+	cfg := a.cfg
+	dspec, err := store.Parse(cfg.DedupDB)
+	if err != nil {
+		return fmt.Errorf("--dedup-db: %w", err)
+	}
+	sspec, err := store.Parse(cfg.StatsDB)
+	if err != nil {
+		return fmt.Errorf("--stats-db: %w", err)
+	}
+	for _, s := range []store.Spec{dspec, sspec} {
+		if s.Kind == store.Embedded {
+			if dir := filepath.Dir(s.Path); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return fmt.Errorf("creating the directory of %s: %w", s.Path, err)
+				}
+			}
+		}
+	}
+	ds, err := dedup.Open(dspec, &a.handles)
+	if err != nil {
+		return fmt.Errorf("opening dedup database %s: %w", dspec.Raw, err)
+	}
+	if ds != nil {
+		if a.Dedup, err = dedup.NewIndex(ds, dedup.Options{}, a.logger.With("component", "dedup"), a.Registry); err != nil {
+			_ = ds.Close()
+			return fmt.Errorf("dedup: %w", err)
+		}
+	}
+	ss, err := stats.Open(sspec, &a.handles)
+	if err != nil {
+		return fmt.Errorf("opening stats database %s: %w", sspec.Raw, err)
+	}
+	if a.Stats, err = stats.NewTracker(ss, stats.Options{}, a.logger.With("component", "stats"), a.Registry); err != nil {
+		if ss != nil {
+			_ = ss.Close()
+		}
+		return fmt.Errorf("stats: %w", err)
+	}
+	if cfg.CrawlLogDir != "" {
+		host, _ := os.Hostname()
+		if a.CrawlLog, err = crawllog.New(cfg.CrawlLogDir, host, port, a.logger.With("component", "crawllog"), a.Registry); err != nil {
+			return fmt.Errorf("crawl log: %w", err)
+		}
+	}
+	a.logger.Info("databases", "dedup_db", dspec.Raw, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
+	return nil
+}
+
+// closeBackends flushes and closes what openBackends opened; ctx bounds
+// the final flushes.
+func (a *App) closeBackends(ctx context.Context) error {
+	var errs []error
+	if a.Dedup != nil {
+		if err := a.Dedup.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing dedup index: %w", err))
+		}
+	}
+	if a.Stats != nil {
+		if err := a.Stats.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing stats: %w", err))
+		}
+	}
+	if a.CrawlLog != nil {
+		if err := a.CrawlLog.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing crawl log: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // MetricsAddr is the --metrics-address listener's address, or nil.
@@ -220,16 +329,22 @@ func (a *App) Shutdown(ctx, drainCtx context.Context) error {
 		a.logger.Warn("in-flight exchanges cut short", "err", errProxy)
 	}
 	errPool := a.closePool(drainCtx)
+	// After the drain: every written capture has made its dedup save,
+	// stats increment and crawl log line; flush them.
+	errBackends := a.closeBackends(drainCtx)
+	if errBackends != nil {
+		a.logger.Error("closing databases", "err", errBackends)
+	}
 	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
 	a.rates.Stop()
 	if a.msrv != nil {
 		// Last, so a scrape can watch the drain.
 		_ = a.msrv.Close()
 	}
-	if errPool == nil {
-		a.logger.Info("shutdown complete: writer queue drained, WARC files closed")
+	if errPool == nil && errBackends == nil {
+		a.logger.Info("shutdown complete: writer queue drained, WARC files closed, databases flushed")
 	}
-	return errors.Join(errProxy, errPool)
+	return errors.Join(errProxy, errPool, errBackends)
 }
 
 func (a *App) closePool(ctx context.Context) error { return a.Pool.Close(ctx) }
@@ -248,4 +363,14 @@ func (a *App) status(st map[string]any) {
 	st["warc_files_closed"] = ws.FilesClosed
 	st["writer_errors"] = ws.WriteErrors
 	st["writer_workers"] = a.cfg.WriterWorkers
+	if ws.QueueCap > 0 {
+		st["load"] = float64(ws.QueueLen) / float64(ws.QueueCap)
+	}
+	st["postfetch_chain"] = []map[string]any{{"processor": "WarcWriterProcessor", "queued_urls": ws.QueueLen}}
+	if a.Dedup != nil {
+		st["dedup"] = a.Dedup.Status()
+	}
+	if a.Stats != nil {
+		st["stats"] = a.Stats.Status()
+	}
 }

@@ -121,3 +121,29 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.tb.Log(string(p))
 	return len(p), nil
 }
+
+// Settle waits until every exchange the proxy has started is written (the
+// queue drained), then flushes dedup saves and stats, as warcprox's tests
+// wait for its postfetch chain before they read stored stats.
+func (p *Proxy) Settle() {
+	p.tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.App.Proxy.Unwritten() > 0 {
+		if time.Now().After(deadline) {
+			p.tb.Fatalf("proxytest: %d exchanges still unwritten after 30 s", p.App.Proxy.Unwritten())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if p.App.Dedup != nil {
+		if err := p.App.Dedup.Flush(ctx); err != nil {
+			p.tb.Fatalf("proxytest: flushing dedup: %v", err)
+		}
+	}
+	if p.App.Stats != nil {
+		if err := p.App.Stats.Flush(ctx); err != nil {
+			p.tb.Fatalf("proxytest: flushing stats: %v", err)
+		}
+	}
+}
