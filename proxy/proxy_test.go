@@ -281,7 +281,8 @@ func TestLargeBodyFlatMemory(t *testing.T) {
 	const size = 50 << 20
 	origin, _ := streamOrigin(size)
 	defer origin.Close()
-	p := proxytest.Start(t, nil)
+	// Dedup off: both bodies are the same, and both must be written whole.
+	p := proxytest.Start(t, func(c *config.Config) { c.DedupDB = "none" })
 
 	var peak atomic.Uint64
 	stop := make(chan struct{})

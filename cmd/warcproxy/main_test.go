@@ -191,7 +191,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	recs := warccheck.Dir(t, warcs)
 	archived := map[string]bool{}
 	for _, r := range recs {
-		if r.Type == "response" {
+		if r.Type == "response" || r.Type == "revisit" {
 			archived[r.TargetURI] = true
 		}
 	}

@@ -85,6 +85,8 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		// The original is a dedup candidate once it is on disk.
+		p.Settle()
 	}
 	resp, err := client.Post(origin.URL+"/post", "text/plain", strings.NewReader("x"))
 	require.NoError(t, err)
@@ -100,7 +102,10 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	// response a moment before the handler counts the capture: poll.
 	for _, u := range []string{p.URL.String() + "/metrics", "http://" + p.App.MetricsAddr().String() + "/metrics"} {
 		want := []string{
-			`warcproxy_proxy_captures_total{result="archived"} 5`,
+			// The same body five times: one response, then revisits.
+			`warcproxy_proxy_captures_total{result="archived"} 1`,
+			`warcproxy_proxy_captures_total{result="revisit"} 4`,
+			`warcproxy_dedup_lookups_total{result="hit"} 4`,
 			`warcproxy_proxy_captures_total{result="not_archived"} 1`,
 			`warcproxy_upstream_errors_total{kind="refused"} 1`,
 			"warcproxy_upstream_urls_total 6",
@@ -138,15 +143,15 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 
 	p.Stop()
 	recs := warccheck.Dir(t, p.Dir)
-	n := 0
+	n := map[string]int{}
 	for _, r := range recs {
-		if r.Type == "response" {
-			n++
-		}
+		n[r.Type]++
 	}
-	require.Equal(t, 5, n)
+	require.Equal(t, 1, n["response"])
+	require.Equal(t, 4, n["revisit"])
 	// After the drain: the writer's counters match the files.
-	require.Equal(t, float64(5), metricValue(t, p, "warcproxy_writer_records_total", "type", "response"))
+	require.Equal(t, float64(1), metricValue(t, p, "warcproxy_writer_records_total", "type", "response"))
+	require.Equal(t, float64(4), metricValue(t, p, "warcproxy_writer_records_total", "type", "revisit"))
 	require.Equal(t, float64(5), metricValue(t, p, "warcproxy_writer_records_total", "type", "request"))
 	require.Equal(t, float64(5), metricValue(t, p, "warcproxy_writer_captures_total", "result", "written"))
 	var size int64
