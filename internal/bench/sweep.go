@@ -546,6 +546,9 @@ func runProxyCase(ctx context.Context, cfg *SweepConfig, out string, caseNo int,
 		"--cacert", filepath.Join(out, "warcbench-ca.pem"), "--metrics-address", "127.0.0.1:0",
 		"--max-conns", strconv.Itoa(ps.maxConns), "--writer-workers", strconv.Itoa(ps.workers),
 		"--gzip=" + strconv.FormatBool(ps.gzip),
+		// A fresh dedup and stats database per case, beside its WARCs.
+		"--dedup-db", "embedded:" + filepath.Join(dir, "warcproxy.db"),
+		"--stats-db", "embedded:" + filepath.Join(dir, "warcproxy.db"),
 	}
 	if ps.gzip {
 		args = append(args, "--gzip-level", strconv.Itoa(ps.level))

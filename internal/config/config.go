@@ -27,10 +27,10 @@ type Config struct {
 	// MetricsAddress, if set, is a second listener for /metrics and /status.
 	MetricsAddress string // --metrics-address
 	Pprof          bool   // --pprof
-	Port         int    // --port, -p; 0 picks a free port
-	Dir          string // --dir, -d
-	Prefix       string // --prefix, -n; "-" proxies without archiving
-	WARCFilename string // --warc-filename, without extension
+	Port           int    // --port, -p; 0 picks a free port
+	Dir            string // --dir, -d
+	Prefix         string // --prefix, -n; "-" proxies without archiving
+	WARCFilename   string // --warc-filename, without extension
 
 	Gzip            bool   // --gzip, -z
 	GzipLevel       int    // --gzip-level; 0 is the library default
