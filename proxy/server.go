@@ -860,7 +860,10 @@ func (s *Server) enqueue(ctx context.Context, ex *exchange, archive bool) bool {
 	tally := s.tally(ex, outcome, wire)
 	release := capture.Done
 	capture.Done = func(err error) {
-		s.activeSet.remove(ex.active)
+		// Last, so that once nothing is active every dedup save and stats
+		// increment of the written captures has been made (Settle in tests,
+		// seconds_behind).
+		defer s.activeSet.remove(ex.active)
 		if err != nil {
 			tally.cancel()
 			release(err)
