@@ -714,3 +714,22 @@ func TestFleetSharesRedis(t *testing.T) {
 	require.Equal(t, int64(2), got["fleet"].New.URLs)
 	require.Equal(t, int64(1), got["fleet"].Revisit.URLs)
 }
+
+// TestSubdirPrefix: with --subdir-prefix each prefix's WARCs go into
+// dir/prefix/, the default prefix's too.
+func TestSubdirPrefix(t *testing.T) {
+	origin := contentOrigin(t, false)
+	p := proxytest.Start(t, func(c *config.Config) { c.SubdirPrefix = true })
+	c := p.Client()
+	fetch(t, c, origin.URL+"/a?body=a", `{"warc-prefix": "job-x"}`)
+	fetch(t, c, origin.URL+"/b?body=b", "")
+	p.Stop()
+	for prefix, uri := range map[string]string{"job-x": "/a?body=a", "WARCPROX": "/b?body=b"} {
+		files, err := filepath.Glob(filepath.Join(p.Dir, prefix, prefix+"-*.warc.gz"))
+		require.NoError(t, err)
+		require.Len(t, files, 1, prefix)
+		recs := principal(warccheck.Files(t, files...))
+		require.Len(t, recs, 1)
+		require.Equal(t, origin.URL+uri, recs[0].TargetURI)
+	}
+}
