@@ -60,8 +60,7 @@ var portRE = regexp.MustCompile(`msg="warcproxy listening".* port=(\d+)`)
 
 func startMain(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "WARCPROXY_AS_MAIN=1")
+	cmd := selfCommand(t, args...)
 	pr, pw := io.Pipe()
 	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = pw
@@ -105,9 +104,21 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) int {
 	}
 }
 
-func runMain(t *testing.T, args ...string) (int, string) {
-	cmd := exec.Command(os.Args[0], args...)
+// selfCommand runs this test binary as warcproxy, in a temporary working
+// directory, so that defaults relative to it (./warcproxy.db, ./warcs)
+// never land in the source tree.
+func selfCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := filepath.Abs(os.Args[0])
+	require.NoError(t, err)
+	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), "WARCPROXY_AS_MAIN=1")
+	cmd.Dir = t.TempDir()
+	return cmd
+}
+
+func runMain(t *testing.T, args ...string) (int, string) {
+	cmd := selfCommand(t, args...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)
