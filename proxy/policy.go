@@ -276,8 +276,10 @@ func (s *Server) revisitProfile() string {
 // nothing was written.
 func (s *Server) crawlEntry(ex *exchange, c *writer.Capture, revisit bool) crawllog.Entry {
 	e := crawllog.Entry{
-		Status:        ex.status,
-		ContentLength: ex.payload.n,
+		Status: ex.status,
+		// As warcprox: the body as it came over the wire, chunk framing
+		// included.
+		ContentLength: ex.resEnd - ex.headEnd,
 		URL:           ex.targetURI,
 		Referer:       ex.referer,
 		MIMEType:      ex.mimeType,
@@ -323,7 +325,7 @@ func (s *Server) logCrawl(e crawllog.Entry) {
 
 // logFailedFetch writes the crawl log line of a fetch that got no response,
 // with Heritrix's negative status as warcprox chooses it.
-func (s *Server) logFailedFetch(r *http.Request, uri string, meta *warcproxmeta.Meta, start time.Time, err error) {
+func (s *Server) logFailedFetch(r *http.Request, uri string, meta *warcproxmeta.Meta, err error) {
 	if s.opts.CrawlLog == nil {
 		return
 	}
@@ -339,18 +341,14 @@ func (s *Server) logFailedFetch(r *http.Request, uri string, meta *warcproxmeta.
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		status = -2
 	}
+	// As warcprox: no fetch time (the fetch never happened), and the
+	// error's text as the exception.
 	e := crawllog.Entry{
-		Status:           status,
-		URL:              uri,
-		Referer:          r.Header.Get("Referer"),
-		FetchStart:       start,
-		FetchDuration:    time.Since(start),
-		Method:           r.Method,
-		Exception:        fmt.Sprintf("%T", errors.Unwrap(err)),
-		ExceptionMessage: err.Error(),
-	}
-	if inner := errors.Unwrap(err); inner == nil {
-		e.Exception = fmt.Sprintf("%T", err)
+		Status:    status,
+		URL:       uri,
+		Referer:   r.Header.Get("Referer"),
+		Method:    r.Method,
+		Exception: err.Error(),
 	}
 	if meta != nil {
 		e.Metadata = meta.Metadata

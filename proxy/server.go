@@ -482,15 +482,16 @@ func isLocalIP(ip net.IP) bool {
 }
 
 // warcproxMeta reads the crawler's Warcprox-Meta header, if any, and
-// answers the request itself when the header is invalid (400) or a block
-// rule applies (403). It returns the WARC prefix to use ("-": don't
-// archive) and whether to go on.
-func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, uri string) (*warcproxmeta.Meta, string, bool) {
+// answers the request itself when the header is invalid (400), a limit is
+// reached (420/430) or a block rule applies (403), in warcprox's order. It
+// returns the request's policy, the WARC prefix to use ("-": don't archive)
+// and whether to go on.
+func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, uri string) (policy, string, bool) {
 	prefix := s.opts.Prefix
 	// The first header counts, as in warcprox.
 	raw := r.Header.Get(warcproxmeta.HeaderName)
 	if raw == "" {
-		return nil, prefix, true
+		return s.newPolicy(nil, uri), prefix, true
 	}
 	meta, err := warcproxmeta.Parse(raw)
 	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
@@ -501,18 +502,22 @@ func (s *Server) warcproxMeta(w http.ResponseWriter, r *http.Request, uri string
 	if err != nil {
 		s.logger.Info("bad Warcprox-Meta header", "url", uri, "err", err)
 		textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
-		return nil, "", false
+		return policy{}, "", false
+	}
+	pol := s.newPolicy(meta, uri)
+	if !s.enforceLimits(r.Context(), w, r, pol, uri) {
+		return policy{}, "", false
 	}
 	if rule := meta.BlockingRule(uri); rule != nil {
 		echo := asciiJSON(rule.Raw)
 		w.Header().Set(warcproxmeta.HeaderName, `{"blocked-by-rule":`+echo+`}`)
 		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+echo)
-		return nil, "", false
+		return policy{}, "", false
 	}
 	if meta.WarcPrefix != nil {
 		prefix = *meta.WarcPrefix
 	}
-	return meta, prefix, true
+	return pol, prefix, true
 }
 
 // asciiJSON escapes everything but printable ASCII in compact JSON as
@@ -566,21 +571,22 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 
 	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method, referer: r.Header.Get("Referer")}
-	meta, prefix, ok := s.warcproxMeta(w, r, t.uri())
+	pol, prefix, ok := s.warcproxMeta(w, r, t.uri())
 	if !ok {
 		return
 	}
+	meta := pol.meta
 	ex.meta = meta
-	pol := s.newPolicy(meta, ex.targetURI)
-	if !s.enforceLimits(r.Context(), w, r, pol, ex.targetURI) {
-		return
-	}
 	ex.statsBuckets = pol.statsBuckets
 	ex.active = s.activeSet.add(ex.start)
 	archive := prefix != "-" && s.methodArchived(r.Method)
 	if archive {
 		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
 		ex.res = newRecorder(s.opts.Spooler, s.opts.Digest)
+	}
+	if archive || s.opts.CrawlLog != nil {
+		// The crawl log names the payload digest of what is not archived
+		// too, as warcprox's does.
 		ex.payload.h = s.opts.Digest.New()
 	}
 	queued := false
@@ -657,7 +663,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 			return
 		}
 		s.upstreamError(w, r, t, err)
-		s.logFailedFetch(r, ex.targetURI, meta, ex.start, err)
+		s.logFailedFetch(r, ex.targetURI, meta, err)
 		return
 	}
 	putBuf(headBuf)
@@ -1095,8 +1101,13 @@ func (s *Server) StatusHandler() http.Handler {
 func (s *Server) serveStatus(w http.ResponseWriter) {
 	active, waiting, refused := s.ConnStats()
 	hits, misses := s.opts.CA.CacheStats()
+	host, _ := os.Hostname()
 	st := map[string]any{
-		"role":                   "warcproxy",
+		// warcprox's role, so that tools looking for a warcprox find it;
+		// "software" says which.
+		"role":                   "warcprox",
+		"software":               "warcproxy",
+		"host":                   host,
 		"version":                s.opts.Version,
 		"pid":                    os.Getpid(),
 		"start_time":             s.startTime.UTC().Format(time.RFC3339),
@@ -1122,6 +1133,10 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 	// not yet written (in flight, or waiting in the writer queue).
 	st["earliest_still_active_fetch_start"] = nil
 	st["seconds_behind"] = 0.0
+	// warcprox's details of the oldest activity (a Python socket and
+	// postfetch plugin); the keys are there for clients that expect them.
+	st["earliest_still_active_socket"] = map[string]any{"socket": nil, "name": nil, "peername": nil, "future_status": nil, "exception": nil}
+	st["earliest_still_active_postfetch"] = map[string]any{"url": nil, "postfetch_plugin": nil}
 	if t, ok := s.activeSet.earliest(); ok {
 		st["earliest_still_active_fetch_start"] = t.UTC().Format(time.RFC3339Nano)
 		st["seconds_behind"] = time.Since(t).Seconds()

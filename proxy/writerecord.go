@@ -34,14 +34,29 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
 		return
 	}
-	meta, prefix, ok := s.warcproxMeta(w, r, uri)
+	// Subject to limits and blocks, and counted in stats, like a fetch
+	// (warcprox).
+	pol, prefix, ok := s.warcproxMeta(w, r, uri)
 	if !ok {
 		return
 	}
-	// Subject to limits, and counted in stats, like a fetch (warcprox).
-	pol := s.newPolicy(meta, uri)
-	if !s.enforceLimits(r.Context(), w, r, pol, uri) {
-		return
+	meta, method := pol.meta, r.Method
+	logLine := func(length, size int64, digest, file string, offset int64) {
+		if s.opts.CrawlLog == nil {
+			return
+		}
+		e := crawllog.Entry{
+			Status: http.StatusNoContent, ContentLength: length, ContentSize: size, URL: uri,
+			MIMEType: mimeTypeOf(contentType), FetchStart: start, FetchDuration: time.Since(start),
+			PayloadDigest: digest, Method: method, WARCFilename: file, WARCOffset: offset,
+		}
+		if meta != nil {
+			e.Metadata = meta.Metadata
+			if meta.WarcPrefix != nil {
+				e.Prefix = *meta.WarcPrefix
+			}
+		}
+		s.logCrawl(e)
 	}
 	if prefix == "-" {
 		n, _ := io.Copy(io.Discard, r.Body)
@@ -49,6 +64,7 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		if s.opts.Stats != nil {
 			s.opts.Stats.Tally(pol.statsBuckets, stats.NotWritten, n).Written()
 		}
+		logLine(0, n, "", "", 0) // as warcprox: nothing recorded, so no payload
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -91,21 +107,7 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 			return
 		}
 		tally.written()
-		if s.opts.CrawlLog != nil {
-			e := crawllog.Entry{
-				Status: http.StatusNoContent, ContentLength: n, ContentSize: n, URL: uri,
-				MIMEType: mimeTypeOf(contentType), FetchStart: start, FetchDuration: time.Since(start),
-				PayloadDigest: blockDigest, Method: r.Method,
-				WARCFilename: filepath.Base(capture.File), WARCOffset: capture.Offset,
-			}
-			if meta != nil {
-				e.Metadata = meta.Metadata
-				if meta.WarcPrefix != nil {
-					e.Prefix = *meta.WarcPrefix
-				}
-			}
-			s.logCrawl(e)
-		}
+		logLine(n, n, blockDigest, filepath.Base(capture.File), capture.Offset)
 	}
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
 		tally.cancel()

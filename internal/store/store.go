@@ -14,7 +14,9 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -194,6 +196,9 @@ func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
 			return nil, nil, fmt.Errorf("opening %s: another process has it open (an embedded database serves one proxy; use Redis to share one index between proxies)", s.Path)
 		}
 		if err != nil {
+			if isSQLite(s.Path) {
+				return nil, nil, fmt.Errorf("opening %s: it is an SQLite file (warcprox's database?); warcproxy keeps its own format (bbolt) and does not read warcprox's: name a new file", s.Path)
+			}
 			return nil, nil, fmt.Errorf("opening %s: %w", s.Path, err)
 		}
 		r = &boltRef{db: db}
@@ -254,4 +259,16 @@ func (h *Handles) Redis(s Spec) (c redis.UniversalClient, release func() error, 
 		})
 		return err
 	}, nil
+}
+
+// isSQLite reports whether the file at path starts with SQLite's header.
+func isSQLite(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [16]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == "SQLite format 3\x00"
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -73,4 +74,18 @@ func TestBoltIsShared(t *testing.T) {
 		return nil
 	}))
 	require.NoError(t, rel3())
+}
+
+// A warcprox user pointing -j at warcprox's SQLite file is told why it
+// cannot be used.
+func TestBoltRefusesSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "warcprox.sqlite")
+	data := append([]byte("SQLite format 3\x00"), make([]byte, 4096)...)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	s, err := Parse(path)
+	require.NoError(t, err)
+	var h Handles
+	_, _, err = h.Bolt(s)
+	require.ErrorContains(t, err, "SQLite")
+	require.ErrorContains(t, err, "name a new file")
 }
