@@ -57,9 +57,24 @@ type App struct {
 	handles  store.Handles
 }
 
+// Option changes how New assembles the proxy; for tests.
+type Option func(*options)
+
+type options struct {
+	writerFS writer.FS
+}
+
+// WithWriterFS makes the writer pool write through fs instead of the
+// operating system's file layer, so tests can inject ENOSPC and EIO.
+func WithWriterFS(fs writer.FS) Option { return func(o *options) { o.writerFS = fs } }
+
 // New builds every component and binds the listening socket, so that
 // errors (port in use, unreadable CA) surface before anything runs.
-func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
+func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option) (*App, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	alg, err := digest.Parse(cfg.DigestAlgorithm)
 	if err != nil {
 		return nil, err
@@ -113,6 +128,7 @@ func New(cfg config.Config, version string, logger *slog.Logger) (*App, error) {
 		RolloverSize:     cfg.RolloverSize,
 		RolloverIdle:     cfg.RolloverIdleTime,
 		SubdirPrefix:     cfg.SubdirPrefix,
+		FS:               o.writerFS,
 		Software:         "warcproxy/" + version,
 		Port:             port,
 		Registerer:       reg,

@@ -34,8 +34,8 @@ type Proxy struct {
 }
 
 // Start runs a proxy with test defaults (a temp dir, port 0, the test's CA);
-// mutate, if not nil, adjusts the configuration first.
-func Start(tb testing.TB, mutate func(*config.Config)) *Proxy {
+// mutate, if not nil, adjusts the configuration first; opts go to app.New.
+func Start(tb testing.TB, mutate func(*config.Config), opts ...app.Option) *Proxy {
 	tb.Helper()
 	dir := tb.TempDir()
 	cfg := config.Default()
@@ -58,7 +58,7 @@ func Start(tb testing.TB, mutate func(*config.Config)) *Proxy {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: level}))
-	a, err := app.New(cfg, "test", logger)
+	a, err := app.New(cfg, "test", logger, opts...)
 	if err != nil {
 		tb.Fatalf("proxytest: starting proxy: %v", err)
 	}
