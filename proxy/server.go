@@ -59,6 +59,9 @@ type Options struct {
 	QueueFullTimeout time.Duration
 	MaxResourceSize  int64
 	SocketTimeout    time.Duration
+	// FetchTimeout bounds a whole fetch, from the request to the last byte
+	// of the response; past it the record is cut (WARC-Truncated: time).
+	FetchTimeout time.Duration
 	// MethodFilter, if not empty, lists the only methods that are archived.
 	MethodFilter      []string
 	VerifyUpstreamTLS bool
@@ -631,6 +634,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		c, err = s.up.get(ctx, t.scheme, t.hostport, sni, pre, attempt > 0)
 		pre = nil
 		if err == nil {
+			if s.opts.FetchTimeout > 0 {
+				c.setFetchEnd(ex.start.Add(s.opts.FetchTimeout))
+			}
 			// Close the origin connection if the client goes away or a
 			// forced shutdown comes, so that nothing waits on it for the
 			// socket timeout, in the head or in the body.

@@ -100,6 +100,10 @@ type connReader struct {
 	// deadline, when set, overrides the inactivity timeout (100-continue wait).
 	deadline time.Time
 	armed    inactivity
+	// fetchEnd, when set, is when the current exchange's --fetch-timeout
+	// runs out: no read deadline goes past it.
+	fetchEnd   time.Time
+	fetchArmed bool
 }
 
 // inactivity keeps a connection's deadline between now+timeout-slack and
@@ -126,6 +130,11 @@ func (r *connReader) Read(p []byte) (int, error) {
 	case !r.deadline.IsZero():
 		_ = r.c.SetReadDeadline(r.deadline)
 		r.armed = inactivity{} // re-arm the timeout once the override ends
+	case r.fetchArmed:
+		// The deadline is the fetch's end, already set.
+	case !r.fetchEnd.IsZero() && (r.timeout <= 0 || time.Until(r.fetchEnd) <= r.timeout):
+		_ = r.c.SetReadDeadline(r.fetchEnd)
+		r.fetchArmed = true
 	case r.timeout > 0:
 		if at, ok := r.armed.due(r.timeout); ok {
 			_ = r.c.SetReadDeadline(at)
@@ -160,6 +169,16 @@ func (w *connWriter) Write(p []byte) (int, error) {
 		_, _ = w.sink.Write(p[:n])
 	}
 	return n, err
+}
+
+// setFetchEnd bounds the reads of the exchange that is starting on c
+// (--fetch-timeout); a zero end lifts the bound.
+func (c *uconn) setFetchEnd(end time.Time) {
+	c.rd.fetchEnd = end
+	if c.rd.fetchArmed {
+		c.rd.fetchArmed = false
+		c.rd.armed = inactivity{} // re-arm the inactivity deadline
+	}
 }
 
 func (u *upstream) newUconn(key string, raw, conn net.Conn) *uconn {
@@ -262,6 +281,7 @@ func (u *upstream) takeIdle(key string) *uconn {
 
 // put returns a clean connection to the idle pool.
 func (u *upstream) put(c *uconn) {
+	c.setFetchEnd(time.Time{})
 	c.rd.sink, c.wr.sink = nil, nil
 	c.rd.n, c.rd.limit = 0, 0
 	c.idleFrom = time.Now()

@@ -158,6 +158,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		QueueFullTimeout:  cfg.QueueFullTimeout,
 		MaxResourceSize:   cfg.MaxResourceSize,
 		SocketTimeout:     cfg.SocketTimeout,
+		FetchTimeout:      cfg.FetchTimeout,
 		MethodFilter:      cfg.MethodFilter,
 		VerifyUpstreamTLS: cfg.VerifyUpstreamTLS,
 		WARCVersion:       cfg.WARCVersion,

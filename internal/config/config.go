@@ -61,6 +61,7 @@ type Config struct {
 	MaxResourceSize  int64  // --max-resource-size; 0 unlimited
 
 	SocketTimeout     time.Duration // --socket-timeout
+	FetchTimeout      time.Duration // --fetch-timeout; 0 none
 	MethodFilter      []string      // --method-filter, in capitals; empty archives every method
 	VerifyUpstreamTLS bool          // --verify-upstream-tls
 
@@ -117,6 +118,7 @@ func Default() Config {
 		SpoolMemory:      64 << 20,
 
 		SocketTimeout:   60 * time.Second,
+		FetchTimeout:    20 * time.Minute,
 		ShutdownTimeout: 30 * time.Second,
 
 		DedupDB: DefaultDB,
@@ -247,6 +249,9 @@ func (c Config) Validate() error {
 	notNegative("max-resource-size", c.MaxResourceSize)
 
 	positive("socket-timeout", c.SocketTimeout)
+	if c.FetchTimeout < 0 {
+		bad("fetch-timeout", "must not be negative (0 turns it off), got %s", c.FetchTimeout)
+	}
 	for _, m := range c.MethodFilter {
 		if !isToken(m) {
 			bad("method-filter", "%q is not an HTTP method (give one method per flag: --method-filter GET --method-filter POST)", m)

@@ -93,6 +93,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Largest request header accepted; a larger one is answered 431."},
 			{name: "socket-timeout", metavar: "duration", inFile: true, value: durationValue{&c.SocketTimeout},
 				help: "Timeout for connecting to an upstream server and for each read or write on the connection."},
+			{name: "fetch-timeout", metavar: "duration", inFile: true, value: durationValue{&c.FetchTimeout},
+				help: "Longest a whole fetch may take, from sending the request to the last byte of the response; a response still arriving then is cut, recorded as far as it came with WARC-Truncated: time, and the client's connection is aborted. 0: no limit."},
 			{name: "shutdown-timeout", metavar: "duration", inFile: true, value: durationValue{&c.ShutdownTimeout},
 				help: "On SIGTERM, how long to wait for exchanges in flight and queued captures to be written before closing files and exiting anyway."},
 		}},
