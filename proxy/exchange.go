@@ -274,3 +274,27 @@ func copyResponseHeaders(dst, src http.Header) {
 		dst[k] = vv
 	}
 }
+
+// clientBodyReader reads a request body from the client with an inactivity
+// timeout, re-armed as the body arrives (not on every read: see
+// inactivity).
+type clientBodyReader struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	timeout time.Duration
+	armed   inactivity
+}
+
+func (b *clientBodyReader) Read(p []byte) (int, error) {
+	if at, ok := b.armed.due(b.timeout); ok {
+		_ = b.rc.SetReadDeadline(at)
+	}
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		// The body is in: lift the deadline, so that it cannot pass for
+		// the client going away while the response streams (net/http's
+		// background read lifts it too, today).
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,4 +74,63 @@ func TestFetchTimeoutCutsTrickle(t *testing.T) {
 			require.Equal(t, strings.Repeat("x", len(payload)), payload)
 		})
 	}
+}
+
+// TestStalledRequestBody: a client that announces an absurd Content-Length,
+// sends a few bytes and stalls is cut off after --socket-timeout (408), the
+// origin connection is closed, and its --max-conns slot comes free. A
+// response streamed for longer than the socket timeout after a request body
+// is not mistaken for the client leaving.
+func TestStalledRequestBody(t *testing.T) {
+	originGot := make(chan int64, 4)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		originGot <- n
+		if r.URL.Path == "/slow-answer" {
+			// Streamed over 1.2 s, longer than the socket timeout, each
+			// gap within it.
+			for range 4 {
+				fmt.Fprint(w, ".")
+				w.(http.Flusher).Flush()
+				time.Sleep(300 * time.Millisecond)
+			}
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer origin.Close()
+	p := proxytest.Start(t, func(c *config.Config) {
+		c.SocketTimeout = 500 * time.Millisecond
+		c.MaxConns = 1
+	})
+
+	conn, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s/upload HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000000000\r\n\r\nabc", origin.URL, strings.TrimPrefix(origin.URL, "http://"))
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	reply, _ := io.ReadAll(conn) // the proxy answers or closes
+	require.Less(t, time.Since(start), 15*time.Second, "cut off, not held")
+	if len(reply) > 0 {
+		require.Contains(t, string(reply), "408 Request Timeout", "a reply, if any, says the client's body stalled")
+	}
+	require.LessOrEqual(t, <-originGot, int64(3), "the origin connection is closed, not left waiting for the body")
+
+	// The single slot is free again: a normal request goes through.
+	c := p.Client()
+	resp, body := fetch(t, c, origin.URL+"/after", "")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "ok", body)
+	<-originGot
+
+	// A request body followed by an answer slower than the socket timeout
+	// (the origin's own pace, well within the fetch) still completes.
+	req, _ := http.NewRequest(http.MethodPost, origin.URL+"/slow-answer", strings.NewReader("payload"))
+	resp, err = c.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, "....ok", string(b))
+	<-originGot
 }

@@ -611,6 +611,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	out := &outbound{method: r.Method, head: head, length: r.ContentLength}
 	if hasBody {
 		out.body = r.Body
+		if s.opts.SocketTimeout > 0 {
+			// A client that announces a body and stalls must not hold the
+			// origin connection and its slot: the same inactivity timeout
+			// as upstream reads.
+			out.body = &clientBodyReader{r: r.Body, rc: http.NewResponseController(w), timeout: s.opts.SocketTimeout}
+		}
 		out.expect = strings.EqualFold(r.Header.Get("Expect"), "100-continue")
 	}
 	if archive {
@@ -662,11 +668,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 			}
 		}
 		putBuf(headBuf)
-		if ctx.Err() != nil {
+		var cbe *clientBodyError
+		if ctx.Err() != nil && !errors.As(err, &cbe) {
 			// The client left (or a forced shutdown came) first: not the
-			// origin's fault, and nobody to answer.
+			// origin's fault, and nobody to answer. Abort, so that net/http
+			// does not answer an empty 200 for us either.
 			s.logger.Debug("client gone before the response", "url", t.uri(), "err", err)
-			return
+			panic(http.ErrAbortHandler)
 		}
 		s.upstreamError(w, r, t, err)
 		s.logFailedFetch(r, ex.targetURI, meta, err)
@@ -970,6 +978,9 @@ func classifyUpstreamError(err error) (status int, phrase, kind string) {
 	var cbe *clientBodyError
 	switch {
 	case errors.As(err, &cbe):
+		if errors.As(err, &ne) && ne.Timeout() {
+			return http.StatusRequestTimeout, "client stalled sending the request body", "client"
+		}
 		return http.StatusBadRequest, "client error", "client"
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsTimeout {
