@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,10 @@ func LoadOrCreateCA(path, certsDir string, logger *slog.Logger) (*CA, error) {
 		logger.Info("created CA", "path", path)
 	case err != nil:
 		return nil, fmt.Errorf("reading CA file: %w", err)
+	default:
+		if err := checkKeyFileMode(path); err != nil {
+			return nil, err
+		}
 	}
 	ca, err := parseCA(data)
 	if err != nil {
@@ -331,4 +336,22 @@ func randomSerial() *big.Int {
 		panic(err)
 	}
 	return n
+}
+
+// checkKeyFileMode refuses a CA key file that others can read: whoever can
+// read it can impersonate every HTTPS site to the clients that trust the CA.
+func checkKeyFileMode(path string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("checking CA file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("CA file %s holds the CA's private key but is readable by group or others (mode %04o): "+
+			"anyone who can read it can impersonate every HTTPS site to clients that trust this CA; "+
+			"run chmod 600 %s (give clients the certificate-only copy, %s)", path, perm, path, CertOnlyPath(path))
+	}
+	return nil
 }

@@ -127,3 +127,27 @@ func TestBadCAFile(t *testing.T) {
 	_, err := LoadOrCreateCA(path, "", discardLogger())
 	require.ErrorContains(t, err, "need a PEM certificate and private key")
 }
+
+// TestCAKeyReadableByOthersRefused: a CA key file that group or others can
+// read makes startup refuse, saying how to fix it; the certs directory is
+// 0700.
+func TestCAKeyReadableByOthersRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ca.pem")
+	_, err := LoadOrCreateCA(path, filepath.Join(dir, "certs"), discardLogger())
+	require.NoError(t, err)
+	st, err := os.Stat(filepath.Join(dir, "certs"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), st.Mode().Perm(), "leaf keys live in a private directory")
+
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604} {
+		require.NoError(t, os.Chmod(path, mode))
+		_, err = LoadOrCreateCA(path, "", discardLogger())
+		require.Error(t, err, "%04o", mode)
+		require.ErrorContains(t, err, "chmod 600")
+		require.ErrorContains(t, err, "readable by group or others")
+	}
+	require.NoError(t, os.Chmod(path, 0o600))
+	_, err = LoadOrCreateCA(path, "", discardLogger())
+	require.NoError(t, err)
+}

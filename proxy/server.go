@@ -8,7 +8,9 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +67,16 @@ type Options struct {
 	// MethodFilter, if not empty, lists the only methods that are archived.
 	MethodFilter      []string
 	VerifyUpstreamTLS bool
+	// DenyPrivateTargets refuses upstream addresses in loopback, private
+	// and link-local ranges, checked at dial time.
+	DenyPrivateTargets bool
+	// ProxyAuth, if not empty, holds the accepted "user:password" pairs:
+	// requests to the proxy (CONNECT, plain proxy requests, /status and
+	// /metrics on the proxy port) need Proxy-Authorization: Basic.
+	ProxyAuth []string
+	// NoLocalEndpoints stops the proxy port from serving /status and
+	// /metrics (they are on --metrics-address then).
+	NoLocalEndpoints bool
 	// WARCVersion ("1.0" or "1.1") is what the writer writes: dedup entries
 	// keep WARC-Date as written, and revisit records name the version's
 	// profile.
@@ -115,6 +127,7 @@ type Server struct {
 	active    atomic.Int64
 	outcomes  [numOutcomes]atomic.Int64
 
+	authFailures    atomic.Int64
 	clientErrors    atomic.Int64
 	clientErrLog    everySecond
 	handshakeErrors atomic.Int64
@@ -151,7 +164,7 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 	s := &Server{
 		opts:      opts,
 		logger:    logger,
-		up:        newUpstream(opts.SocketTimeout, opts.VerifyUpstreamTLS),
+		up:        newUpstream(opts.SocketTimeout, opts.VerifyUpstreamTLS, opts.DenyPrivateTargets),
 		splices:   make(map[net.Conn]struct{}),
 		startTime: time.Now(),
 	}
@@ -371,6 +384,13 @@ func (t *target) uri() string {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tun, _ := r.Context().Value(tunnelKey{}).(*tunnel)
+	// Requests inside a tunnel were authorized with its CONNECT.
+	if tun == nil && len(s.opts.ProxyAuth) > 0 && !s.authorized(r) {
+		s.authFailures.Add(1)
+		w.Header().Set("Proxy-Authenticate", `Basic realm="warcproxy"`)
+		textError(w, http.StatusProxyAuthRequired, "warcproxy: proxy authentication required (Proxy-Authorization: Basic)")
+		return
+	}
 	if r.Method == methodWriteRecord || r.Method == methodPutMeta {
 		uri := r.RequestURI
 		if tun != nil && strings.HasPrefix(uri, "/") {
@@ -977,6 +997,8 @@ func classifyUpstreamError(err error) (status int, phrase, kind string) {
 	var ne net.Error
 	var cbe *clientBodyError
 	switch {
+	case errors.Is(err, errPrivateTarget):
+		return http.StatusForbidden, "refused", "denied"
 	case errors.As(err, &cbe):
 		if errors.As(err, &ne) && ne.Timeout() {
 			return http.StatusRequestTimeout, "client stalled sending the request body", "client"
@@ -1096,6 +1118,10 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
 		textError(w, http.StatusHTTPVersionNotSupported, "warcproxy: HTTP/2 is not supported yet; use HTTP/1.1")
 		return
 	}
+	if s.opts.NoLocalEndpoints && (r.URL.Path == "/status" || r.URL.Path == "/metrics") {
+		textError(w, http.StatusNotFound, "warcproxy: /status and /metrics are served on --metrics-address, not on the proxy port")
+		return
+	}
 	switch r.URL.Path {
 	case "/status":
 		s.serveStatus(w)
@@ -1108,6 +1134,25 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
 	default:
 		textError(w, http.StatusNotFound, "warcproxy: this is a recording proxy; configure it as your client's HTTP and HTTPS proxy. Local endpoints: /status, /metrics")
 	}
+}
+
+// authorized checks Proxy-Authorization against the accepted pairs, in
+// constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	v := r.Header.Get("Proxy-Authorization")
+	scheme, cred, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	match := 0
+	for _, pair := range s.opts.ProxyAuth {
+		match |= subtle.ConstantTimeCompare(raw, []byte(pair))
+	}
+	return match == 1
 }
 
 // StatusHandler serves the /status JSON (for a separate metrics listener).
@@ -1133,6 +1178,7 @@ func (s *Server) serveStatus(w http.ResponseWriter) {
 		"urls_not_archived":      s.outcomes[notArchived].Load(),
 		"capture_errors":         s.outcomes[failed].Load(),
 		"client_errors":          s.clientErrors.Load(),
+		"proxy_auth_failures":    s.authFailures.Load(),
 		"client_tls_errors":      s.handshakeErrors.Load(),
 		"connections_active":     active,
 		"connections_waiting":    waiting,

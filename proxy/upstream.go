@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -50,7 +52,7 @@ type upstream struct {
 	closed    bool
 }
 
-func newUpstream(socketTimeout time.Duration, verifyTLS bool) *upstream {
+func newUpstream(socketTimeout time.Duration, verifyTLS, denyPrivate bool) *upstream {
 	suites := []uint16{}
 	for _, s := range tls.CipherSuites() {
 		suites = append(suites, s.ID)
@@ -61,8 +63,17 @@ func newUpstream(socketTimeout time.Duration, verifyTLS bool) *upstream {
 			suites = append(suites, s.ID)
 		}
 	}
+	dialer := net.Dialer{Timeout: socketTimeout, KeepAlive: 30 * time.Second}
+	if denyPrivate {
+		// Checked on the address actually dialed, after name resolution,
+		// so a name that resolves (or rebinds) to a private address is
+		// refused too.
+		dialer.Control = func(_, address string, _ syscall.RawConn) error {
+			return checkTarget(address)
+		}
+	}
 	return &upstream{
-		dialer:        net.Dialer{Timeout: socketTimeout, KeepAlive: 30 * time.Second},
+		dialer:        dialer,
 		socketTimeout: socketTimeout,
 		tlsConfig: &tls.Config{
 			InsecureSkipVerify: !verifyTLS, //nolint:gosec // recording what the site serves is the point; --verify-upstream-tls turns it on
@@ -192,6 +203,30 @@ func (u *upstream) newUconn(key string, raw, conn net.Conn) *uconn {
 	c.bw = bufio.NewWriterSize(&c.wr, 8<<10)
 	return c
 }
+
+// errPrivateTarget is a dial refused by --deny-private-targets.
+var errPrivateTarget = errors.New("target address is loopback, private or link-local (--deny-private-targets)")
+
+// checkTarget refuses loopback, private (RFC 1918, RFC 4193), link-local,
+// unspecified and CGNAT (RFC 6598) addresses.
+func checkTarget(address string) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return err
+	}
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || cgnat.Contains(ip) {
+		return fmt.Errorf("%s: %w", ip, errPrivateTarget)
+	}
+	return nil
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 // dialTCP opens a TCP connection to hostport, bounded by the socket timeout.
 func (u *upstream) dialTCP(ctx context.Context, hostport string) (net.Conn, error) {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,6 +183,19 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if a.CrawlLog != nil {
 		popts.CrawlLog = a.CrawlLog
 	}
+	popts.DenyPrivateTargets = cfg.DenyPrivateTargets
+	popts.NoLocalEndpoints = cfg.MetricsAddress != ""
+	if popts.ProxyAuth, err = proxyAuth(cfg); err != nil {
+		_ = a.closeBackends(context.Background())
+		_ = a.closePool(context.Background())
+		ln.Close()
+		return nil, err
+	}
+	if len(popts.ProxyAuth) == 0 && !isLoopback(cfg.Address) {
+		logger.Warn("LISTENING ON A NON-LOOPBACK ADDRESS WITHOUT --proxy-auth: anyone who can reach this port can use the proxy, "+
+			"fetch from your network through it and read /status; set --proxy-auth or --proxy-auth-file, or bind 127.0.0.1",
+			"address", cfg.Address)
+	}
 	a.Proxy, err = proxy.New(popts, logger.With("component", "proxy"))
 	if err != nil {
 		_ = a.closeBackends(context.Background())
@@ -223,6 +237,44 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	}
 	a.rates.Start() // stopped by Shutdown
 	return a, nil
+}
+
+// proxyAuth collects the accepted user:password pairs of --proxy-auth and
+// --proxy-auth-file.
+func proxyAuth(cfg config.Config) ([]string, error) {
+	var pairs []string
+	if cfg.ProxyAuth != "" {
+		pairs = append(pairs, cfg.ProxyAuth)
+	}
+	if cfg.ProxyAuthFile != "" {
+		data, err := os.ReadFile(cfg.ProxyAuthFile)
+		if err != nil {
+			return nil, fmt.Errorf("--proxy-auth-file: %w", err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if !strings.Contains(line, ":") {
+				return nil, fmt.Errorf("--proxy-auth-file %s line %d: want user:password", cfg.ProxyAuthFile, i+1)
+			}
+			pairs = append(pairs, line)
+		}
+		if len(pairs) == 0 {
+			return nil, fmt.Errorf("--proxy-auth-file %s: no user:password lines", cfg.ProxyAuthFile)
+		}
+	}
+	return pairs, nil
+}
+
+// isLoopback reports whether the listen address is loopback only.
+func isLoopback(address string) bool {
+	if address == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(address)
+	return ip != nil && ip.IsLoopback()
 }
 
 // openBackends opens the dedup index, the stats tracker and the crawl log.

@@ -98,9 +98,19 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, 502, resp.StatusCode)
 
-	// Both listeners serve the same registry. A client can have its whole
-	// response a moment before the handler counts the capture: poll.
-	for _, u := range []string{p.URL.String() + "/metrics", "http://" + p.App.MetricsAddr().String() + "/metrics"} {
+	// With --metrics-address, /metrics and /status move there: the proxy
+	// port no longer serves them.
+	for _, path := range []string{"/metrics", "/status"} {
+		resp, err := http.Get(p.URL.String() + path)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 404, resp.StatusCode)
+		require.Contains(t, string(b), "--metrics-address")
+	}
+	// A client can have its whole response a moment before the handler
+	// counts the capture: poll.
+	for _, u := range []string{"http://" + p.App.MetricsAddr().String() + "/metrics"} {
 		want := []string{
 			// The same body five times: one response, then revisits.
 			`warcproxy_proxy_captures_total{result="archived"} 1`,

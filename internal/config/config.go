@@ -64,6 +64,10 @@ type Config struct {
 	FetchTimeout      time.Duration // --fetch-timeout; 0 none
 	MethodFilter      []string      // --method-filter, in capitals; empty archives every method
 	VerifyUpstreamTLS bool          // --verify-upstream-tls
+	// Security.
+	ProxyAuth          string // --proxy-auth user:password
+	ProxyAuthFile      string // --proxy-auth-file; one user:password per line
+	DenyPrivateTargets bool   // --deny-private-targets
 
 	ShutdownTimeout time.Duration // --shutdown-timeout
 
@@ -258,6 +262,9 @@ func (c Config) Validate() error {
 		}
 	}
 	positive("shutdown-timeout", c.ShutdownTimeout)
+	if c.ProxyAuth != "" && !strings.Contains(c.ProxyAuth, ":") {
+		bad("proxy-auth", "want user:password")
+	}
 
 	oneOf("log-level", c.LogLevel, logLevels)
 	oneOf("log-format", c.LogFormat, logFormats)

@@ -40,7 +40,7 @@ func groups(c *Config, sh *logShorthands) []group {
 			{name: "port", aliases: []string{"p"}, metavar: "int", inFile: true, value: intValue{&c.Port},
 				help: "Port to listen on; 0 picks a free one."},
 			{name: "metrics-address", metavar: "host:port", inFile: true, value: stringValue{&c.MetricsAddress},
-				help: "Also serve /metrics (Prometheus) and /status on this address, e.g. 127.0.0.1:9100. They are always served on the proxy port too (origin-form requests)."},
+				help: "Serve /metrics (Prometheus) and /status on this address instead of the proxy port, e.g. 127.0.0.1:9100. Without it they are served on the proxy port (origin-form requests), where they take a connection slot."},
 			{name: "pprof", inFile: true, value: boolValue{&c.Pprof},
 				help: "Serve Go's profiler under /debug/pprof/ on --metrics-address (which it needs), for profiling under load."},
 		}},
@@ -79,6 +79,14 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Directory that keeps generated site certificates across restarts; empty keeps them in memory only."},
 			{name: "verify-upstream-tls", inFile: true, value: boolValue{&c.VerifyUpstreamTLS},
 				help: "Verify the certificates of upstream servers. Off by default, so an archive records what a site serves even when its certificate is bad."},
+		}},
+		{"Security", []*option{
+			{name: "proxy-auth", metavar: "user:password", inFile: true, value: stringValue{&c.ProxyAuth},
+				help: "Require clients to send Proxy-Authorization: Basic with this user and password (407 otherwise), for proxying and for /status and /metrics on the proxy port."},
+			{name: "proxy-auth-file", metavar: "file", inFile: true, value: stringValue{&c.ProxyAuthFile},
+				help: "Like --proxy-auth, with the accepted user:password pairs read from this file, one per line (blank lines and lines starting with # are skipped). Both may be given."},
+			{name: "deny-private-targets", inFile: true, value: boolValue{&c.DenyPrivateTargets},
+				help: "Refuse (403) to fetch from loopback, private, link-local and CGNAT addresses, checked on the address actually dialed, so DNS names that resolve or rebind there are refused too. Off by default."},
 		}},
 		{"Connections and timeouts", []*option{
 			{name: "max-conns", aliases: []string{"max-threads"}, metavar: "int", inFile: true, value: intValue{&c.MaxConns},
