@@ -435,7 +435,14 @@ func TestConcurrentClients(t *testing.T) {
 	defer tlsOrigin.Close()
 	for _, workers := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
-			p := proxytest.Start(t, func(c *config.Config) { c.WriterWorkers = workers; c.QueueSize = 100 })
+			p := proxytest.Start(t, func(c *config.Config) {
+				c.WriterWorkers = workers
+				c.QueueSize = 100
+				// Under -race one worker can keep the queue full for
+				// longer than the default 10 s; this test is about records,
+				// not about refusing early.
+				c.QueueFullTimeout = 10 * time.Minute
+			})
 			client := p.Client()
 			client.Transport.(*http.Transport).MaxIdleConnsPerHost = clients
 			var wg sync.WaitGroup
@@ -456,6 +463,10 @@ func TestConcurrentClients(t *testing.T) {
 						}
 						_, _ = io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
+						if resp.StatusCode != 200 {
+							errs <- fmt.Errorf("c%d/r%d: %s", c, i, resp.Status)
+							return
+						}
 					}
 				}()
 			}
