@@ -134,3 +134,73 @@ func TestStalledRequestBody(t *testing.T) {
 	require.Equal(t, "....ok", string(b))
 	<-originGot
 }
+
+// TestSlowloris: with --max-conns above 1,000, 1,000 connections that
+// trickle their request headers a byte at a time do not stop a normal
+// client, --header-timeout closes them, and connection accounting comes
+// back to zero.
+func TestSlowloris(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 connections")
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "normal "+r.URL.Path)
+	}))
+	defer origin.Close()
+	p := proxytest.Start(t, func(c *config.Config) {
+		c.MaxConns = 1100
+		c.HeaderTimeout = 2 * time.Second
+	})
+	const slow = 1000
+	head := "GET " + origin.URL + "/slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + strings.Repeat("a", 200) + "\r\n\r\n"
+	closedByProxy := make(chan bool, slow)
+	for range slow {
+		c, err := net.Dial("tcp", p.URL.Host)
+		require.NoError(t, err)
+		go func() {
+			defer c.Close()
+			for i := range len(head) {
+				if _, err := c.Write([]byte{head[i]}); err != nil {
+					closedByProxy <- true
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			closedByProxy <- false // sent it all: not cut off
+		}()
+	}
+	// Wait until the proxy holds them all.
+	require.Eventually(t, func() bool {
+		active, _, _ := p.App.Proxy.ConnStats()
+		return active >= slow
+	}, 20*time.Second, 20*time.Millisecond)
+
+	// A normal client is served meanwhile.
+	c := p.Client()
+	for i := range 50 {
+		resp, body := fetch(t, c, fmt.Sprintf("%s/n%d", origin.URL, i), "")
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, fmt.Sprintf("normal /n%d", i), body)
+	}
+	c.CloseIdleConnections()
+
+	// --header-timeout closes every slow connection: a write fails once the
+	// proxy has closed it (a reset, or EPIPE).
+	cut := 0
+	deadline := time.After(60 * time.Second)
+	for range slow {
+		select {
+		case v := <-closedByProxy:
+			if v {
+				cut++
+			}
+		case <-deadline:
+			t.Fatalf("slow connections still open after 60 s (%d cut)", cut)
+		}
+	}
+	require.Equal(t, slow, cut, "every trickling connection was cut")
+	require.Eventually(t, func() bool {
+		active, waiting, _ := p.App.Proxy.ConnStats()
+		return active == 0 && waiting == 0
+	}, 10*time.Second, 20*time.Millisecond, "connection accounting back to zero")
+}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,3 +125,64 @@ func runLoad(b *testing.B, client *http.Client, base string, concurrency int, si
 // workers=N (recording with N writer workers and embedded dedup and stats,
 // as by default), nodb (recording without dedup and stats).
 var benchModes = []string{"direct", "prefix=-", "workers=1", "workers=2", "workers=4", "nodb"}
+
+// BenchmarkSlowloris reports a normal client's latency (p50, p99, in ms)
+// while 0 or 1,000 other connections trickle their headers a byte every
+// 100 ms (--header-timeout 30 s, so they stay for the whole run).
+func BenchmarkSlowloris(b *testing.B) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "normal")
+	}))
+	defer origin.Close()
+	for _, slow := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("slow=%d", slow), func(b *testing.B) {
+			p := proxytest.Start(b, func(c *config.Config) {
+				c.MaxConns = 1100
+				c.DedupDB, c.StatsDB = "none", "none"
+			})
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range slow {
+				c, err := net.Dial("tcp", p.URL.Host)
+				if err != nil {
+					b.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer c.Close()
+					head := "GET " + origin.URL + "/slow HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Pad: aaaaaaaa\r\n", 1000)
+					for i := range len(head) {
+						if _, err := c.Write([]byte{head[i]}); err != nil {
+							return
+						}
+						select {
+						case <-stop:
+							return
+						case <-time.After(100 * time.Millisecond):
+						}
+					}
+				}()
+			}
+			client := p.Client()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				resp, err := client.Get(fmt.Sprintf("%s/n%d", origin.URL, i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
