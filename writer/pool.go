@@ -345,10 +345,19 @@ type Stats struct {
 	FilesOpen    int64
 	FilesClosed  uint64
 	// WriteErrors counts failed writes, syncs, renames and file creations;
-	// LastWriteError is the latest and LastWriteErrorAt its time.
+	// LastWriteError is the latest and LastWriteErrorAt its time. They
+	// stay after the pool has recovered.
 	WriteErrors      uint64
 	LastWriteError   error
 	LastWriteErrorAt time.Time
+	// FailingSince is when the current run of write errors began, and
+	// FailingError the text of the latest error of the run; both are
+	// zero when the pool is not failing. A run ends, and both are
+	// cleared, once a capture is written after its latest error. While a
+	// run lasts, captures wait in the queue for their retries: a full
+	// disk shows here, and as back-pressure (QueueLen, FullFor).
+	FailingSince time.Time
+	FailingError string
 }
 
 type counters struct {
@@ -366,11 +375,27 @@ type counters struct {
 type timedError struct {
 	err error
 	at  time.Time
+	// since is when the run of errors this one belongs to began; written
+	// is capturesWritten when it happened: a run goes on while no capture
+	// has been written since its latest error.
+	since   time.Time
+	written uint64
 }
 
 func (c *counters) writeError(err error) {
 	c.writeErrors.Add(1)
-	c.lastErr.Store(&timedError{err: err, at: time.Now()})
+	now := time.Now()
+	e := &timedError{err: err, at: now, written: c.capturesWritten.Load()}
+	for {
+		prev := c.lastErr.Load()
+		e.since = now
+		if prev != nil && prev.written == e.written {
+			e.since = prev.since // nothing written in between: the same run
+		}
+		if c.lastErr.CompareAndSwap(prev, e) {
+			return
+		}
+	}
 }
 
 // Stats returns the pool's counters.
@@ -394,8 +419,13 @@ func (p *Pool) Stats() Stats {
 			s.RecordsByType[t] = n
 		}
 	}
+	// The error first, then a fresh count: a capture counted after the
+	// error was loaded was written after it and ends the run.
 	if e := p.stats.lastErr.Load(); e != nil {
 		s.LastWriteError, s.LastWriteErrorAt = e.err, e.at
+		if p.stats.capturesWritten.Load() == e.written {
+			s.FailingSince, s.FailingError = e.since, e.err.Error()
+		}
 	}
 	return s
 }

@@ -1,0 +1,466 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/app"
+	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/testutil/faultfs"
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+)
+
+// Issue 5: writers never drop records. When the disk fails (ENOSPC, EIO)
+// the writer cuts the partial record back, keeps the capture and retries
+// with back-off; the queue fills, back-pressure reaches clients (blocked
+// connections, then 503 past --queue-full-timeout), /status and /metrics
+// show the errors, and once writes succeed again everything queued is
+// written, once.
+
+// diskWait bounds every wait in these tests; they poll, never sleep a fixed
+// time.
+const diskWait = 20 * time.Second
+
+// diskBody is the body the origin serves for path: size bytes that do not
+// compress (a SHA-256 chain), different for every path, so that no capture
+// is deduplicated and a full disk cannot be beaten by gzip.
+func diskBody(path string, size int) []byte {
+	b := make([]byte, 0, size+sha256.Size)
+	sum := sha256.Sum256([]byte(path))
+	for len(b) < size {
+		b = append(b, sum[:]...)
+		sum = sha256.Sum256(sum[:])
+	}
+	return b[:size]
+}
+
+// diskOrigin serves diskBody(path, size) with a Content-Length and counts
+// the requests per path.
+type diskOrigin struct {
+	*httptest.Server
+	size int
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newDiskOrigin(t *testing.T, size int) *diskOrigin {
+	o := &diskOrigin{size: size, hits: make(map[string]int)}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.hits[r.URL.Path]++
+		o.mu.Unlock()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		_, _ = w.Write(diskBody(r.URL.Path, size))
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+// fetched lists the URLs whose path the origin has been asked for.
+func (o *diskOrigin) fetched() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var urls []string
+	for path := range o.hits {
+		urls = append(urls, o.URL+path)
+	}
+	slices.Sort(urls)
+	return urls
+}
+
+// diskOutcome is what a client got: the body read completely and as served
+// (ok), a 503 with its text body (refused), or a failure.
+type diskOutcome struct {
+	ok      bool
+	refused string
+	err     error
+}
+
+// get fetches the origin's path through c and returns the URL and what
+// came of it.
+func (o *diskOrigin) get(c *http.Client, path string) (string, diskOutcome) {
+	url := o.URL + path
+	resp, err := c.Get(url)
+	if err != nil {
+		return url, diskOutcome{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return url, diskOutcome{err: fmt.Errorf("GET %s: reading the body: %w", url, err)}
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return url, diskOutcome{refused: string(body)}
+	case resp.StatusCode != http.StatusOK:
+		return url, diskOutcome{err: fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)}
+	case !bytes.Equal(body, diskBody(path, o.size)):
+		return url, diskOutcome{err: fmt.Errorf("GET %s: body of %d bytes is not what the origin sent", url, len(body))}
+	}
+	return url, diskOutcome{ok: true}
+}
+
+// diskLedger collects what the clients got.
+type diskLedger struct {
+	mu      sync.Mutex
+	ok      []string // URLs whose 200 response was read completely
+	refused []string // bodies of 503 answers
+	errs    []error
+}
+
+func (l *diskLedger) add(url string, o diskOutcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case o.ok:
+		l.ok = append(l.ok, url)
+	case o.err != nil:
+		l.errs = append(l.errs, o.err)
+	default:
+		l.refused = append(l.refused, o.refused)
+	}
+}
+
+func (l *diskLedger) counts() (ok, refused int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ok), len(l.refused)
+}
+
+// diskStatus reads /status from the proxy port.
+func diskStatus(t *testing.T, p *proxytest.Proxy) map[string]any {
+	t.Helper()
+	resp, err := http.Get(p.URL.String() + "/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var st map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
+}
+
+// diskMetric reads one unlabelled metric from /metrics on the proxy port.
+func diskMetric(t *testing.T, p *proxytest.Proxy, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(p.URL.String() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, "%s value %q", name, v)
+			return f
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatalf("metric %s not in /metrics", name)
+	return 0
+}
+
+// requireFailingStatus checks what /status, /metrics and the pool say while
+// writes fail with errText.
+func requireFailingStatus(t *testing.T, p *proxytest.Proxy, errText string) {
+	t.Helper()
+	// The pool's view (writer.Stats): since when, and why.
+	require.Eventually(t, func() bool { return !p.App.Pool.Stats().FailingSince.IsZero() }, diskWait, 5*time.Millisecond,
+		"writer.Stats().FailingSince stays zero while writes fail")
+	ws := p.App.Pool.Stats()
+	require.Contains(t, ws.FailingError, errText)
+	require.Contains(t, ws.LastWriteError.Error(), errText)
+
+	st := diskStatus(t, p)
+	require.Positive(t, st["writer_errors"], "writer_errors in /status")
+	// The keys internal/app's status adds from writer.Stats' FailingSince,
+	// FailingError and LastWriteError(At).
+	assert.Equal(t, true, st["writer_failing"], "/status writer_failing")
+	if since, ok := st["writer_failing_since"].(string); assert.True(t, ok, "/status writer_failing_since: %v", st["writer_failing_since"]) {
+		_, err := time.Parse(time.RFC3339Nano, since)
+		assert.NoError(t, err, "/status writer_failing_since")
+	}
+	assert.Contains(t, fmt.Sprint(st["writer_failing_error"]), errText, "/status writer_failing_error")
+	assert.Contains(t, fmt.Sprint(st["writer_last_error"]), errText, "/status writer_last_error")
+	if at, ok := st["writer_last_error_time"].(string); assert.True(t, ok, "/status writer_last_error_time: %v", st["writer_last_error_time"]) {
+		_, err := time.Parse(time.RFC3339Nano, at)
+		assert.NoError(t, err, "/status writer_last_error_time")
+	}
+
+	require.Positive(t, diskMetric(t, p, "warcproxy_writer_write_errors_total"))
+}
+
+// requireRecoveredStatus checks that the pool says it is no longer failing,
+// while the last error stays on record.
+func requireRecoveredStatus(t *testing.T, p *proxytest.Proxy, errText string) {
+	t.Helper()
+	ws := p.App.Pool.Stats()
+	require.True(t, ws.FailingSince.IsZero(), "writer.Stats().FailingSince after recovery")
+	require.Empty(t, ws.FailingError)
+	require.Contains(t, ws.LastWriteError.Error(), errText)
+	st := diskStatus(t, p)
+	require.Positive(t, st["writer_errors"])
+	require.Zero(t, st["queued_urls"])
+	assert.Equal(t, false, st["writer_failing"], "/status writer_failing after recovery")
+	assert.Nil(t, st["writer_failing_since"], "/status writer_failing_since after recovery")
+	assert.Nil(t, st["writer_failing_error"], "/status writer_failing_error after recovery")
+	assert.Contains(t, fmt.Sprint(st["writer_last_error"]), errText, "/status writer_last_error after recovery")
+}
+
+// requireAllWritten stops the proxy and checks its WARCs: no file left
+// ".open", every record valid in both readers, and exactly one response
+// and one request record for each URL in ok, nothing else.
+func requireAllWritten(t *testing.T, p *proxytest.Proxy, ok []string) {
+	t.Helper()
+	p.Stop()
+	require.NoError(t, filepath.WalkDir(p.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(path, ".open") {
+			t.Errorf("%s left open-named after a clean stop", path)
+		}
+		return nil
+	}))
+	recs := warccheck.Dir(t, p.Dir)
+	var responses, requests []string
+	for _, r := range recs {
+		switch r.Type {
+		case "response":
+			responses = append(responses, r.TargetURI)
+		case "request":
+			requests = append(requests, r.TargetURI)
+		case "warcinfo":
+		default:
+			t.Errorf("unexpected %s record for %s", r.Type, r.TargetURI)
+		}
+	}
+	require.ElementsMatch(t, ok, responses, "one response record per successful fetch, no duplicates")
+	require.ElementsMatch(t, ok, requests, "one request record per successful fetch, no duplicates")
+}
+
+// TestDiskFaultsBackPressure: with the disk failing, the first captures
+// wait in the queue while their clients got their responses, then clients
+// block, then new requests get 503 naming the queue before anything is
+// fetched; after the disk heals, every capture whose response a client
+// received is written once.
+func TestDiskFaultsBackPressure(t *testing.T) {
+	tests := []struct {
+		name    string
+		errText string
+		fail    func(*faultfs.FS)
+	}{
+		{"ENOSPC", "no space left on device", func(f *faultfs.FS) {
+			// A disk filling up: the first failing write gets part of its
+			// bytes out without saying so (as os.File.WriteAt does),
+			// creating files fails after the next one.
+			f.Set(faultfs.Write, faultfs.Fault{Err: syscall.ENOSPC, Partial: true, Unreported: true})
+			f.Set(faultfs.Open, faultfs.Fault{Err: syscall.ENOSPC, Skip: 1})
+		}},
+		{"EIO", "input/output error", func(f *faultfs.FS) {
+			// A failing device: writes, syncs and renames fail (the file
+			// closed after the first failure keeps its ".open" name until
+			// a rename works again).
+			f.Fail(syscall.EIO, faultfs.Write, faultfs.Sync, faultfs.Rename)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const (
+				queueSize = 8
+				clients   = 16
+				bodySize  = 8 << 10
+			)
+			origin := newDiskOrigin(t, bodySize)
+			fsys := faultfs.New()
+			p := proxytest.Start(t, func(c *config.Config) {
+				c.QueueSize = queueSize
+				c.QueueFullTimeout = 300 * time.Millisecond
+				c.WriterWorkers = 1
+			}, app.WithWriterFS(fsys))
+			var ledger diskLedger
+
+			// Writes go through at first: the worker has a file open with
+			// captures in it when the disk fails.
+			warm := p.Client()
+			for i := range 3 {
+				ledger.add(origin.get(warm, fmt.Sprintf("/warm/%d", i)))
+			}
+			require.Eventually(t, func() bool { return p.App.Pool.Stats().CapturesWritten == 3 }, diskWait, 5*time.Millisecond)
+			require.True(t, p.App.Pool.Stats().FailingSince.IsZero())
+
+			tt.fail(fsys)
+			// One capture for the worker to retry while the clients come.
+			ledger.add(origin.get(warm, "/first"))
+			require.Eventually(t, func() bool { return fsys.Failures(faultfs.Write) > 0 }, diskWait, 5*time.Millisecond)
+			warm.CloseIdleConnections()
+			warmed, _ := ledger.counts()
+
+			// Clients with a connection each fetch one URL after the
+			// other until told to stop or refused.
+			stop := make(chan struct{})
+			var running, inflight atomic.Int64
+			var wg sync.WaitGroup
+			for c := range clients {
+				running.Add(1)
+				wg.Go(func() {
+					defer running.Add(-1)
+					client := p.Client()
+					defer client.CloseIdleConnections()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						inflight.Add(1)
+						url, o := origin.get(client, fmt.Sprintf("/c%d/r%d", c, i))
+						inflight.Add(-1)
+						ledger.add(url, o)
+						if !o.ok {
+							return
+						}
+					}
+				})
+			}
+			// The first requests complete for their clients: their
+			// captures wait in the queue (or in the worker's retries).
+			// Then every client that was not refused is blocked: its
+			// handler waits for room in the queue, so its next request
+			// is not even read.
+			require.Eventually(t, func() bool {
+				ok, _ := ledger.counts()
+				r := running.Load()
+				return ok > warmed+queueSize && r > 0 && inflight.Load() == r
+			}, diskWait, 5*time.Millisecond, "clients do not block on the full queue")
+			require.Eventually(t, func() bool { return p.App.Pool.Stats().QueueLen == queueSize }, diskWait, 5*time.Millisecond, "queue full")
+			require.Positive(t, fsys.Failures(faultfs.Write))
+
+			// Once the queue has been full past --queue-full-timeout, new
+			// requests are refused before anything is fetched.
+			require.Eventually(t, func() bool {
+				return diskStatus(t, p)["queue_full_for_seconds"].(float64) > 0.3
+			}, diskWait, 10*time.Millisecond)
+			require.Greater(t, diskMetric(t, p, "warcproxy_writer_queue_full_seconds"), 0.3)
+			fetchedBefore := origin.fetched()
+			late := p.Client()
+			for i := range 3 {
+				url, o := origin.get(late, fmt.Sprintf("/late/%d", i))
+				require.NoError(t, o.err)
+				require.False(t, o.ok, "GET %s answered while the queue is full", url)
+				require.Contains(t, o.refused, "WARC writer queue has been full")
+				require.Contains(t, o.refused, "--queue-full-timeout")
+				ledger.add(url, o)
+			}
+			late.CloseIdleConnections()
+			require.Equal(t, fetchedBefore, origin.fetched(), "refused requests reach the origin")
+
+			requireFailingStatus(t, p, tt.errText)
+
+			// The queue bounds what is taken in while the disk fails:
+			// past the one the worker retries, every capture a client got
+			// a response for is in the queue or held by a handler blocked
+			// on the full queue (one per client, whose next request is
+			// then not read).
+			taken, _ := ledger.counts()
+			assert.LessOrEqual(t, taken-warmed, queueSize+clients,
+				"captures taken in while the disk failed: the writer must not take captures from the full queue for its retries")
+
+			// The disk heals: the blocked clients get on, and everything
+			// queued is written.
+			close(stop)
+			fsys.Heal()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(diskWait):
+				t.Fatalf("%d clients still blocked %s after the disk healed", running.Load(), diskWait)
+			}
+			p.Settle()
+			requireRecoveredStatus(t, p, tt.errText)
+
+			ledger.mu.Lock()
+			ok, errs := slices.Clone(ledger.ok), ledger.errs
+			ledger.mu.Unlock()
+			require.Empty(t, errs)
+			// Nothing fetched was lost on the way: every URL the origin
+			// served reached its client in full.
+			slices.Sort(ok)
+			require.Equal(t, ok, origin.fetched())
+			t.Logf("%d captures, %d refused, %d write failures, %d create failures",
+				len(ok), len(ledger.refused), fsys.Failures(faultfs.Write), fsys.Failures(faultfs.Open))
+			requireAllWritten(t, p, ok)
+		})
+	}
+}
+
+// TestDiskFullTmpfs fills a real (tmpfs) disk under the proxy: captures
+// wait while writes fail with ENOSPC, and are all written once a filler
+// file is deleted. It needs root (to mount the tmpfs) and skips otherwise.
+func TestDiskFullTmpfs(t *testing.T) {
+	dir := faultfs.Tmpfs(t, 4<<20)
+	const bodySize = 16 << 10 // more than the free end of a file's last page
+	origin := newDiskOrigin(t, bodySize)
+	p := proxytest.Start(t, func(c *config.Config) {
+		c.Dir = dir
+		c.QueueSize = 8
+		c.QueueFullTimeout = 300 * time.Millisecond
+		c.WriterWorkers = 1
+	})
+	client := p.Client()
+	defer client.CloseIdleConnections()
+	var ok []string
+	get := func(path string) {
+		t.Helper()
+		url, o := origin.get(client, path)
+		require.NoError(t, o.err)
+		require.True(t, o.ok, "GET %s: %s", url, o.refused)
+		ok = append(ok, url)
+	}
+	for i := range 2 {
+		get(fmt.Sprintf("/before/%d", i))
+	}
+	require.Eventually(t, func() bool { return p.App.Pool.Stats().CapturesWritten == 2 }, diskWait, 5*time.Millisecond)
+
+	filler := faultfs.Fill(t, dir, "filler")
+	written := p.App.Pool.Stats().CapturesWritten
+	const waiting = 5 // fewer than the queue holds: nobody blocks
+	for i := range waiting {
+		get(fmt.Sprintf("/full/%d", i))
+	}
+	require.Eventually(t, func() bool { return p.App.Pool.Stats().WriteErrors >= 2 }, diskWait, 5*time.Millisecond)
+	ws := p.App.Pool.Stats()
+	require.ErrorIs(t, ws.LastWriteError, syscall.ENOSPC)
+	require.Equal(t, written, ws.CapturesWritten, "nothing written to a full disk")
+	require.Equal(t, waiting, p.App.Proxy.Unwritten(), "captures wait")
+	requireFailingStatus(t, p, "no space left on device")
+	st := diskStatus(t, p)
+	require.NotNil(t, st["earliest_still_active_fetch_start"])
+	require.Positive(t, st["seconds_behind"])
+
+	require.NoError(t, os.Remove(filler))
+	p.Settle()
+	require.Equal(t, written+waiting, p.App.Pool.Stats().CapturesWritten)
+	requireRecoveredStatus(t, p, "no space left on device")
+	requireAllWritten(t, p, ok)
+}
