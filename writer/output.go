@@ -69,6 +69,14 @@ func (o *output) Flush() error {
 // clears a sticky write error: the next write goes to offset size.
 func (o *output) Cut(size int64) error {
 	if size >= o.off {
+		// A failed write may have put bytes past off that it did not
+		// count (os.File.WriteAt drops the count of a short write it
+		// then fails to complete, as on ENOSPC): cut them off too.
+		if o.err != nil {
+			if err := o.f.Truncate(o.off); err != nil {
+				return err
+			}
+		}
 		o.buf = o.buf[:size-o.off]
 		o.err = nil
 		return nil

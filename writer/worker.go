@@ -33,6 +33,10 @@ type worker struct {
 	// first; they are written before anything new is taken from the queue.
 	retry   []*Capture
 	backoff time.Duration
+	// retrying is set by a write error and cleared once the retried
+	// captures have reached the OS: until then nothing new is taken from
+	// the queue, so that the queue keeps bounding what is held.
+	retrying bool
 
 	gz   *gzip.Writer // reused for every gzip member; nil without Gzip
 	hdr  []byte       // reused header buffer
@@ -125,6 +129,15 @@ func (w *worker) next() (*Capture, bool) {
 			w.retry = w.retry[1:]
 			return c, true
 		}
+		if w.retrying {
+			// Flush the retried captures before taking new ones; if that
+			// fails they are back in retry (after the back-off).
+			w.flushAll()
+			if len(w.retry) > 0 {
+				continue
+			}
+			w.retrying = false
+		}
 		var idle <-chan time.Time
 		if w.idle != nil {
 			idle = w.idle.C
@@ -216,7 +229,6 @@ func (w *worker) handle(c *Capture) {
 	wf.lastWrite = time.Now()
 	w.p.metrics.observeWrite(began)
 	wf.pending = append(wf.pending, pending{c: c, end: wf.out.Size()})
-	w.backoff = 0
 	w.ack(wf)
 	w.armIdle()
 
@@ -341,6 +353,7 @@ func (w *worker) ack(wf *warcFile) {
 		n++
 	}
 	if n > 0 {
+		w.backoff = 0 // captures reached the OS: the next error starts over
 		clear(wf.pending[:n])
 		wf.pending = append(wf.pending[:0], wf.pending[n:]...)
 	}
@@ -549,13 +562,16 @@ func isClosed(p *Pool) bool {
 // sleeps the back-off, or drops everything during a forced Close.
 func (w *worker) failed(wf *warcFile, err error, c *Capture) {
 	p := w.p
+	// Captures whose bytes reached the OS before the error stay; they are
+	// counted before the error, so that the error starts a failing run.
+	if wf != nil {
+		w.ack(wf)
+	}
 	p.stats.writeError(err)
 	var redo []*Capture
 	file := ""
 	if wf != nil {
 		file = wf.path
-		// Captures whose bytes reached the OS before the error stay.
-		w.ack(wf)
 		for _, pc := range wf.pending {
 			redo = append(redo, pc.c)
 		}
@@ -582,6 +598,7 @@ func (w *worker) failed(wf *warcFile, err error, c *Capture) {
 		redo = append(redo, c)
 	}
 	w.requeue(redo...)
+	w.retrying = true
 	if p.aborted() {
 		w.log.Error("writing warc file failed at shutdown", "file", file, "err", err, "captures", len(redo))
 		return

@@ -431,6 +431,19 @@ func (a *App) status(st map[string]any) {
 	st["warc_files_open"] = ws.FilesOpen
 	st["warc_files_closed"] = ws.FilesClosed
 	st["writer_errors"] = ws.WriteErrors
+	st["writer_failing"] = !ws.FailingSince.IsZero()
+	st["writer_failing_since"] = nil
+	st["writer_failing_error"] = nil
+	if !ws.FailingSince.IsZero() {
+		st["writer_failing_since"] = ws.FailingSince.UTC().Format(time.RFC3339Nano)
+		st["writer_failing_error"] = ws.FailingError
+	}
+	st["writer_last_error"] = nil
+	st["writer_last_error_time"] = nil
+	if ws.LastWriteError != nil {
+		st["writer_last_error"] = ws.LastWriteError.Error()
+		st["writer_last_error_time"] = ws.LastWriteErrorAt.UTC().Format(time.RFC3339Nano)
+	}
 	st["writer_workers"] = a.cfg.WriterWorkers
 	if ws.QueueCap > 0 {
 		st["load"] = float64(ws.QueueLen) / float64(ws.QueueCap)
