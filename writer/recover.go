@@ -1,0 +1,586 @@
+package writer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// openSuffix marks a WARC file that is still being written.
+const openSuffix = ".open"
+
+// Buffers of the recovery scanner, per file scanned at once.
+const (
+	recoverFileBuf   = 256 << 10 // reads of the file
+	recoverMemberBuf = 64 << 10  // decompressed bytes of a gzip member
+	// maxRecoverNames bounds the search for a free NAME-recovered-N.
+	maxRecoverNames = 1000
+)
+
+// RecoverReport says what Recover found and did. Every file counted here
+// was also logged.
+type RecoverReport struct {
+	Found     int   // *.warc.gz.open and *.warc.open files found
+	Skipped   int   // left alone: locked by a live process (or closed by one meanwhile)
+	Recovered int   // cut back to their last whole record if needed, synced and renamed
+	Removed   int   // held no whole record, not even the warcinfo, and were removed
+	Failed    int   // could not be checked or finished (logged at error); left as they were
+	Records   int64 // whole records in the recovered files
+	BytesCut  int64 // bytes cut off recovered files plus the size of removed ones
+	// Files lists the recovered and removed files in no particular order.
+	Files []RecoveredFile
+}
+
+// RecoveredFile is one file Recover closed or removed.
+type RecoveredFile struct {
+	Path    string // the ".open" file found
+	NewPath string // what it was renamed to; empty if it was removed
+	Records int64  // whole records kept
+	Size    int64  // bytes kept
+	Cut     int64  // bytes cut off the end
+}
+
+// Recover closes the WARC files that a crashed process left open-named in
+// dir and in its immediate subdirectories (where SubdirPrefix writes). Call
+// it before a Pool starts writing into dir.
+//
+// A file whose flock another process holds (a live warcproxy sharing the
+// directory) is left alone. Any other "*.warc.gz.open" or "*.warc.open" file
+// is scanned from its start up to the end of its last whole record: in a
+// .warc.gz file every gzip member must decompress fully, pass its CRC and
+// hold exactly one whole record; in a .warc file the records follow each
+// other. A whole record is a "WARC/1.0" or "WARC/1.1" line, header fields
+// with WARC-Type, WARC-Record-ID, WARC-Date and one Content-Length, a blank
+// line, Content-Length bytes of block and "\r\n\r\n". Block digests are not
+// checked: the gzip CRC covers a .gz file, and a crash cuts a file short
+// rather than changing what it holds. The file is cut there, synced and
+// renamed to its name without ".open" (NAME-recovered-N.warc[.gz] if that
+// name is taken); a file without one whole record is removed. Files are read
+// as a stream, so memory does not grow with their size.
+//
+// Each file is logged (recovered and removed ones at warn). A file that
+// cannot be read or finished is logged at error, counted in Failed and left
+// as it was; the error returned is only for a dir that cannot be listed. A
+// missing dir holds nothing to recover.
+//
+// Where flock does not exist (lockFile is a no-op there), every open file
+// counts as abandoned: do not share a directory between live processes on
+// such systems.
+func Recover(dir string, logger *slog.Logger) (RecoverReport, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var rep RecoverReport
+	paths, err := openWARCFiles(dir, logger, &rep)
+	if err != nil {
+		return rep, err
+	}
+	rep.Found = len(paths)
+	if len(paths) == 0 {
+		logger.Debug("crash recovery: no open warc files", "dir", dir)
+		return rep, nil
+	}
+
+	// Files are independent: scan a few at once, each streaming.
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, min(runtime.GOMAXPROCS(0), 4))
+	)
+	for _, path := range paths {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res := recoverFile(path, logger)
+			mu.Lock()
+			defer mu.Unlock()
+			rep.add(res)
+		})
+	}
+	wg.Wait()
+	logger.Info("crash recovery finished", "dir", dir, "found", rep.Found, "recovered", rep.Recovered,
+		"removed", rep.Removed, "skipped", rep.Skipped, "failed", rep.Failed,
+		"records", rep.Records, "bytes_cut", rep.BytesCut)
+	return rep, nil
+}
+
+// openWARCFiles lists the open WARC files in dir and its immediate
+// subdirectories. A subdirectory that cannot be listed is logged and
+// counted as failed.
+func openWARCFiles(dir string, logger *slog.Logger, rep *RecoverReport) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing warc dir for crash recovery: %w", err)
+	}
+	var paths []string
+	add := func(d string, ents []os.DirEntry) {
+		for _, e := range ents {
+			if e.Type().IsRegular() && isOpenWARCName(e.Name()) {
+				paths = append(paths, filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	add(dir, ents)
+	for _, e := range ents {
+		if !e.IsDir() { // symbolic links to directories are not followed
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		subEnts, err := os.ReadDir(sub)
+		if err != nil {
+			logger.Error("crash recovery: cannot list subdirectory", "dir", sub, "err", err)
+			rep.Failed++
+			continue
+		}
+		add(sub, subEnts)
+	}
+	return paths, nil
+}
+
+// isOpenWARCName reports whether name is that of a WARC file being written.
+func isOpenWARCName(name string) bool {
+	base, ok := strings.CutSuffix(name, openSuffix)
+	return ok && (strings.HasSuffix(base, ".warc.gz") || strings.HasSuffix(base, ".warc"))
+}
+
+// recoverOutcome is what recoverFile did with one file.
+type recoverOutcome int
+
+const (
+	outcomeSkipped recoverOutcome = iota
+	outcomeRecovered
+	outcomeRemoved
+	outcomeFailed
+)
+
+type recoverResult struct {
+	outcome recoverOutcome
+	file    RecoveredFile
+}
+
+func (r *RecoverReport) add(res recoverResult) {
+	switch res.outcome {
+	case outcomeSkipped:
+		r.Skipped++
+		return
+	case outcomeFailed:
+		r.Failed++
+		return
+	case outcomeRecovered:
+		r.Recovered++
+	case outcomeRemoved:
+		r.Removed++
+	}
+	r.Records += res.file.Records
+	r.BytesCut += res.file.Cut
+	r.Files = append(r.Files, res.file)
+}
+
+// recoverFile checks, cuts back and closes (or removes) one open file. It
+// holds the file's flock from before the scan until after the rename, so two
+// processes recovering the same directory never both act on a file.
+func recoverFile(path string, logger *slog.Logger) recoverResult {
+	failed := func(msg string, err error) recoverResult {
+		logger.Error("crash recovery: "+msg+"; file left as it is", "file", path, "err", err)
+		return recoverResult{outcome: outcomeFailed}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Closed by its live writer, or by another recovery, since the
+		// directory was listed.
+		logger.Debug("crash recovery: open warc file gone meanwhile", "file", path)
+		return recoverResult{outcome: outcomeSkipped}
+	}
+	if err != nil {
+		return failed("cannot open warc file", err)
+	}
+	defer f.Close() // also releases the flock, after the rename
+
+	if err := lockFile(f); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			logger.Info("crash recovery: warc file left alone, a live process holds its lock", "file", path)
+			return recoverResult{outcome: outcomeSkipped}
+		}
+		return failed("cannot lock warc file", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return failed("cannot stat warc file", err)
+	}
+	// The lock is on what was opened: make sure that is still the file
+	// the name points to (another recovery may have renamed it between
+	// our open and our lock) and a regular file.
+	if li, err := os.Lstat(path); err != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular() {
+		logger.Debug("crash recovery: open warc file replaced or gone meanwhile", "file", path)
+		return recoverResult{outcome: outcomeSkipped}
+	}
+	size := fi.Size()
+
+	gz := strings.HasSuffix(strings.TrimSuffix(path, openSuffix), ".gz")
+	end, records, stop, err := scanWARC(f, gz)
+	if err != nil {
+		return failed("cannot read warc file", err)
+	}
+	res := RecoveredFile{Path: path, Records: records, Size: end, Cut: size - end}
+	reason := ""
+	if stop != nil {
+		reason = stop.Error()
+	}
+
+	if records == 0 {
+		if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {
+			// A writer that lost the race for the lock of the file it
+			// had just made removes it itself.
+			logger.Debug("crash recovery: open warc file gone meanwhile", "file", path)
+			return recoverResult{outcome: outcomeSkipped}
+		} else if err != nil {
+			return failed("cannot remove warc file without a whole record", err)
+		}
+		syncDir(filepath.Dir(path))
+		logger.Warn("crash recovery: removed warc file without a whole record", "file", path,
+			"bytes_cut", res.Cut, "reason", reason)
+		return recoverResult{outcome: outcomeRemoved, file: res}
+	}
+	if end < size {
+		if err := f.Truncate(end); err != nil {
+			return failed("cannot cut warc file back to its last whole record", err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return failed("cannot sync warc file", err)
+	}
+	newPath, err := renameNoReplace(fi, path)
+	if err != nil {
+		return failed("cannot rename warc file", err)
+	}
+	syncDir(filepath.Dir(path))
+	res.NewPath = newPath
+	args := []any{"file", path, "renamed_to", filepath.Base(newPath), "records", records, "bytes_kept", end, "bytes_cut", res.Cut}
+	if res.Cut > 0 {
+		args = append(args, "reason", reason)
+	}
+	logger.Warn("crash recovery: recovered warc file", args...)
+	return recoverResult{outcome: outcomeRecovered, file: res}
+}
+
+// renameNoReplace gives the open file at path (described by fi) its
+// final name, or NAME-recovered-N.warc[.gz] if that is taken, without ever
+// replacing a file: the new name is made with a hard link, which fails if
+// it exists, and the ".open" name removed after. Where links are not
+// supported it falls back to a checked rename.
+func renameNoReplace(fi fs.FileInfo, path string) (string, error) {
+	final := strings.TrimSuffix(path, openSuffix)
+	ext := ".warc"
+	if strings.HasSuffix(final, ".warc.gz") {
+		ext = ".warc.gz"
+	}
+	stem := strings.TrimSuffix(final, ext)
+	for n := range maxRecoverNames {
+		target := final
+		if n > 0 {
+			target = stem + "-recovered-" + strconv.Itoa(n) + ext
+		}
+		err := os.Link(path, target)
+		if err == nil {
+			if err := os.Remove(path); err != nil {
+				return "", fmt.Errorf("removing the open name after linking %s: %w", target, err)
+			}
+			return target, nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			// An earlier recovery that stopped between link and
+			// remove left both names on this very file.
+			if ti, serr := os.Lstat(target); serr == nil && os.SameFile(fi, ti) {
+				if err := os.Remove(path); err != nil {
+					return "", fmt.Errorf("removing the open name of %s: %w", target, err)
+				}
+				return target, nil
+			}
+			continue
+		}
+		// No hard links here (some network and FUSE file systems).
+		if _, serr := os.Lstat(target); serr == nil {
+			continue
+		} else if !errors.Is(serr, fs.ErrNotExist) {
+			return "", serr
+		}
+		if err := os.Rename(path, target); err != nil {
+			return "", err
+		}
+		return target, nil
+	}
+	return "", fmt.Errorf("no free name for %s after %d tries", final, maxRecoverNames)
+}
+
+// syncDir makes a rename or removal in dir durable, as far as the system
+// allows. Failing is harmless: after a power loss the file would be found
+// open-named again and recovered again.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}
+
+// errBadRecord marks where a scan stopped: the data from there on is not a
+// whole record.
+var errBadRecord = errors.New("not a whole warc record")
+
+func badRecord(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadRecord, fmt.Sprintf(format, args...))
+}
+
+// countingReader counts the bytes read from r and keeps the first read
+// error other than io.EOF, so that a scan can tell a failing disk from a
+// file that ends or goes bad.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// scanWARC reads a WARC file from r's current position (its start) and
+// returns the offset just after its last whole record and how many whole
+// records precede it. stop says why the scan ended before the end of the
+// data (nil if the data ended exactly after a record). err is a read error
+// of r itself, in which case end and records mean nothing: the file must not
+// be cut.
+func scanWARC(r io.Reader, gz bool) (end, records int64, stop, err error) {
+	cr := &countingReader{r: r}
+	br := bufio.NewReaderSize(cr, recoverFileBuf)
+	offset := func() int64 { return cr.n - int64(br.Buffered()) }
+	s := &recordScanner{}
+
+	if !gz {
+		for {
+			if _, perr := br.Peek(1); perr == io.EOF {
+				return end, records, nil, cr.err
+			}
+			if stop = s.record(br); stop != nil {
+				return end, records, stop, cr.err
+			}
+			end = offset()
+			records++
+		}
+	}
+
+	var (
+		zr gzip.Reader
+		mr = bufio.NewReaderSize(nil, recoverMemberBuf)
+	)
+	for {
+		// br implements io.ByteReader, so zr never reads past the end of
+		// a member and offset() is where the next one starts.
+		if zerr := zr.Reset(br); zerr != nil {
+			if zerr == io.EOF && cr.err == nil {
+				return end, records, nil, nil
+			}
+			return end, records, badRecord("gzip member at %d: %v", end, zerr), cr.err
+		}
+		zr.Multistream(false)
+		mr.Reset(&zr)
+		if stop = s.record(mr); stop != nil {
+			return end, records, fmt.Errorf("gzip member at %d: %w", end, stop), cr.err
+		}
+		// Exactly one record per member: the member ends here, and
+		// reaching its end checks its CRC and length.
+		if _, perr := mr.Peek(1); perr != io.EOF {
+			if perr == nil {
+				perr = errors.New("more data after the record")
+			}
+			return end, records, badRecord("gzip member at %d: %v", end, perr), cr.err
+		}
+		end = offset()
+		records++
+	}
+}
+
+// recordScanner checks one WARC record at a time from a stream. It keeps
+// only the start of each header line, so long lines (a URI of megabytes)
+// cost no memory.
+type recordScanner struct {
+	line []byte // start of the current header line, without CRLF
+}
+
+// maxKeptLine is how much of a header line the scanner keeps: enough for
+// the version line, any real field name and a Content-Length value.
+const maxKeptLine = 256
+
+// record reads one whole record from br, or returns why what follows is not
+// one (any read error, io.EOF included, is part of that reason).
+func (s *recordScanner) record(br *bufio.Reader) error {
+	long, err := s.readLine(br)
+	if err != nil {
+		return badRecord("version line: %v", err)
+	}
+	if long || (string(s.line) != "WARC/1.0" && string(s.line) != "WARC/1.1") {
+		return badRecord("no WARC/1.0 or WARC/1.1 line")
+	}
+	var (
+		contentLength              int64 = -1
+		haveType, haveID, haveDate bool
+		prevCL, havePrev           bool
+	)
+	for {
+		long, err := s.readLine(br)
+		if err != nil {
+			return badRecord("header: %v", err)
+		}
+		line := s.line
+		if len(line) == 0 && !long {
+			break // end of header
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			// A continuation of the previous field's value.
+			if !havePrev || prevCL {
+				return badRecord("header: misplaced continuation line")
+			}
+			continue
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !isToken(string(line[:colon])) {
+			return badRecord("header: bad field line")
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		havePrev, prevCL = true, false
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if contentLength >= 0 {
+				return badRecord("header: Content-Length repeated")
+			}
+			n, ok := parseLength(value)
+			if long || !ok {
+				return badRecord("header: bad Content-Length")
+			}
+			contentLength, prevCL = n, true
+		case bytes.EqualFold(name, []byte("WARC-Type")):
+			haveType = true
+		case bytes.EqualFold(name, []byte("WARC-Record-ID")):
+			haveID = true
+		case bytes.EqualFold(name, []byte("WARC-Date")):
+			haveDate = true
+		}
+	}
+	switch {
+	case contentLength < 0:
+		return badRecord("header: no Content-Length")
+	case !haveType || !haveID || !haveDate:
+		return badRecord("header: WARC-Type, WARC-Record-ID or WARC-Date missing")
+	}
+	if err := discard(br, contentLength); err != nil {
+		return badRecord("block of %d bytes: %v", contentLength, err)
+	}
+	end, err := br.Peek(len(recordEnd))
+	if err != nil {
+		return badRecord("end of record: %v", err)
+	}
+	if !bytes.Equal(end, recordEnd) {
+		return badRecord("block not followed by CRLF CRLF")
+	}
+	_, _ = br.Discard(len(recordEnd))
+	return nil
+}
+
+// discard skips n bytes of br.
+func discard(br *bufio.Reader, n int64) error {
+	for n > 0 {
+		step := int(min(n, 1<<30))
+		m, err := br.Discard(step)
+		n -= int64(m)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// parseLength parses a Content-Length value: decimal digits only.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// readLine reads one header line ending in CRLF. It keeps up to maxKeptLine
+// bytes of it in s.line (without the CRLF) and reports whether the line was
+// longer. A line with a control character other than tab, a CR not followed
+// by LF or an LF without CR is refused.
+func (s *recordScanner) readLine(br *bufio.Reader) (long bool, err error) {
+	s.line = s.line[:0]
+	cr := false // the previous byte was CR
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
+		}
+		for _, c := range chunk {
+			switch {
+			case c == '\n':
+				if !cr {
+					return false, errors.New("bare LF")
+				}
+			case cr:
+				return false, errors.New("bare CR")
+			case c == '\r':
+			case c < 0x20 && c != '\t', c == 0x7f:
+				return false, fmt.Errorf("control character %#x", c)
+			}
+			cr = c == '\r'
+		}
+		// Keep the start of the line's content. A CR ending a chunk is
+		// left out: the next chunk starts with its LF, or the line is
+		// refused above.
+		done := err == nil // the chunk ends with LF, after a CR
+		content := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
+		if room := maxKeptLine - len(s.line); len(content) > room {
+			s.line = append(s.line, content[:room]...)
+			long = true
+		} else {
+			s.line = append(s.line, content...)
+		}
+		if done {
+			return long, nil
+		}
+	}
+}
