@@ -423,6 +423,17 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		_ = p.opts.FS.Remove(path)
 		return nil, err
 	}
+	// Between creating the file and locking it, another instance's crash
+	// recovery may have taken the empty, unlocked file for abandoned and
+	// removed it: make sure the name still points at the file we hold.
+	if sf, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		fi, e1 := sf.Stat()
+		li, e2 := p.opts.FS.Stat(path)
+		if e1 != nil || e2 != nil || !os.SameFile(fi, li) {
+			_ = f.Close()
+			return nil, fmt.Errorf("opening warc file: %s was removed while it was being created (another instance recovering the directory?)", path)
+		}
+	}
 	infoID, err := newRecordID()
 	if err != nil {
 		_ = f.Close()

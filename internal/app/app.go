@@ -114,6 +114,13 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if poolPrefix == "-" {
 		poolPrefix = writer.DefaultPrefix
 	}
+	// Files a crashed run left open-named are cut back to their last whole
+	// record and closed before the pool writes into the directory; those a
+	// live process holds (a second instance on the same --dir) are left alone.
+	if _, err := writer.Recover(cfg.Dir, logger.With("component", "writer")); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	a.Pool, err = writer.New(writer.Options{
 		Dir:              cfg.Dir,
 		Prefix:           poolPrefix,
