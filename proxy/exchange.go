@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"container/list"
 	"fmt"
 	"hash"
@@ -101,6 +102,7 @@ type exchange struct {
 	prefix    string // WARC prefix (the default or Warcprox-Meta's warc-prefix)
 
 	headEnd        int64 // end of the final response head in res (revisit blocks end here)
+	brokenFraming  bool  // the chunked body broke off with bad framing
 	end            time.Time
 	method         string
 	referer        string
@@ -297,4 +299,55 @@ func (b *clientBodyReader) Read(p []byte) (int, error) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// recutChunked ends the response record after the last whole chunk of a
+// chunked body whose framing broke, and recomputes the payload digest over
+// the data of the chunks kept: readers de-chunk a record, and bytes that are
+// not chunked framing would make the whole record unreadable to them.
+func (ex *exchange) recutChunked(alg digest.Algorithm) {
+	if ex.res == nil || ex.res.buf == nil {
+		return
+	}
+	h := alg.New()
+	end := ex.headEnd
+	pos := ex.headEnd
+	r := io.NewSectionReader(ex.res.buf, 0, ex.resEnd)
+	for pos < ex.resEnd {
+		line, ok := readLineAt(r, pos, ex.resEnd)
+		if !ok {
+			break
+		}
+		sizeField, _, _ := strings.Cut(strings.TrimRight(line, "\r\n"), ";")
+		size, err := strconv.ParseInt(strings.TrimSpace(sizeField), 16, 64)
+		if err != nil || size < 0 || size == 0 {
+			break
+		}
+		dataStart := pos + int64(len(line))
+		dataEnd := dataStart + size
+		if dataEnd+2 > ex.resEnd {
+			break
+		}
+		var crlf [2]byte
+		if _, err := r.ReadAt(crlf[:], dataEnd); err != nil || string(crlf[:]) != "\r\n" {
+			break
+		}
+		if _, err := io.Copy(h, io.NewSectionReader(r, dataStart, size)); err != nil {
+			break
+		}
+		pos = dataEnd + 2
+		end = pos
+	}
+	ex.resEnd = end
+	ex.payload.h = h
+}
+
+// readLineAt reads one line (through "\n", at most 4 KiB) starting at off.
+func readLineAt(r io.ReaderAt, off, limit int64) (string, bool) {
+	var buf [4096]byte
+	n, _ := r.ReadAt(buf[:min(int64(len(buf)), limit-off)], off)
+	if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+		return string(buf[:i+1]), true
+	}
+	return "", false
 }

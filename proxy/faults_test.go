@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -203,4 +204,117 @@ func TestSlowloris(t *testing.T) {
 		active, waiting, _ := p.App.Proxy.ConnStats()
 		return active == 0 && waiting == 0
 	}, 10*time.Second, 20*time.Millisecond, "connection accounting back to zero")
+}
+
+// scriptedOrigin answers each request by the path's script, then closes
+// the connection (with a TCP reset when the script says so).
+func scriptedOrigin(t *testing.T, scripts map[string]func(c *net.TCPConn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				if script := scripts[req.URL.Path]; script != nil {
+					script(c.(*net.TCPConn))
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func reset(c *net.TCPConn) { _ = c.SetLinger(0); _ = c.Close() }
+
+// TestBrokenUpstreams: origins that break the protocol get the client a
+// 502 with a reason when nothing usable arrived, or an aborted response
+// (never a clean end) and a record marked truncated when the break comes
+// mid-body; the proxy goes on serving.
+func TestBrokenUpstreams(t *testing.T) {
+	origin := scriptedOrigin(t, map[string]func(c *net.TCPConn){
+		"/reset-in-head": func(c *net.TCPConn) { _, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Le"); reset(c) },
+		"/empty":         func(c *net.TCPConn) {},
+		"/bad-status":    func(c *net.TCPConn) { _, _ = io.WriteString(c, "HTTP/1.1 abc OK\r\n\r\n") },
+		"/not-http":      func(c *net.TCPConn) { _, _ = io.WriteString(c, "hello, world\r\n\r\n") },
+		"/two-lengths": func(c *net.TCPConn) {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
+		},
+		"/huge-head": func(c *net.TCPConn) {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			for range 3000 {
+				if _, err := io.WriteString(c, "X-Filler: "+strings.Repeat("f", 500)+"\r\n"); err != nil {
+					return
+				}
+			}
+		},
+		"/bad-chunk": func(c *net.TCPConn) {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n")
+		},
+		"/reset-in-body": func(c *net.TCPConn) {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("b", 1000))
+			time.Sleep(50 * time.Millisecond)
+			reset(c)
+		},
+	})
+	p := proxytest.Start(t, nil)
+	c := p.Client()
+	for _, tt := range []struct {
+		path   string
+		status int
+		reason string
+	}{
+		{"/reset-in-head", 502, "upstream"},
+		{"/empty", 502, "closed the connection before a complete response"},
+		{"/bad-status", 502, "bad upstream response"},
+		{"/not-http", 502, "bad upstream response"},
+		{"/two-lengths", 502, "bad upstream response"},
+		{"/huge-head", 502, "bad upstream response"},
+	} {
+		resp, body := fetch(t, c, origin+tt.path, "")
+		require.Equal(t, tt.status, resp.StatusCode, "%s: %s", tt.path, body)
+		require.Contains(t, body, tt.reason, tt.path)
+	}
+	for _, path := range []string{"/bad-chunk", "/reset-in-body"} {
+		resp, err := c.Get(origin + path)
+		require.NoError(t, err, path)
+		require.Equal(t, 200, resp.StatusCode, path)
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Error(t, err, "%s: the client must see the body is incomplete", path)
+	}
+	p.Stop()
+	res := byType(t, warccheck.Dir(t, p.Dir), "response")
+	require.Len(t, res, 2, "only the responses that got past their head are recorded")
+	for _, path := range []string{"/bad-chunk", "/reset-in-body"} {
+		require.Equal(t, "disconnect", res[origin+path].Header["WARC-Truncated"], path)
+	}
+}
+
+// TestVerifyUpstreamTLS: with --verify-upstream-tls, an origin whose
+// certificate does not verify gets the client a 502 naming the reason;
+// without it (the default) the page is fetched and recorded.
+func TestVerifyUpstreamTLS(t *testing.T) {
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "self-signed")
+	}))
+	defer origin.Close()
+	strict := proxytest.Start(t, func(c *config.Config) { c.VerifyUpstreamTLS = true })
+	resp, body := fetch(t, strict.Client(), origin.URL+"/", "")
+	require.Equal(t, 502, resp.StatusCode)
+	require.Contains(t, body, "certificate", "the reason is in the body")
+
+	lax := proxytest.Start(t, nil)
+	resp, body = fetch(t, lax.Client(), origin.URL+"/", "")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "self-signed", body)
 }

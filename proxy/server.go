@@ -748,6 +748,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		}
 	}
 	ex.resEnd = c.consumed()
+	if ex.brokenFraming {
+		ex.recutChunked(s.opts.Digest)
+	}
 	s.metrics.response(ex.resEnd - ex.resStart)
 	if ex.truncated != "" || c.br.Buffered() > 0 {
 		reusable = false
@@ -830,10 +833,16 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 		}
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
 				ex.truncated = truncTime
-			} else {
+			case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 				ex.truncated = truncDisconnect
+			default:
+				// Broken framing (a bad chunk size line): the record keeps
+				// the whole chunks before it (see recutChunked).
+				ex.truncated = truncDisconnect
+				ex.brokenFraming = true
 			}
 			s.logger.Info("upstream failed mid-body", "url", ex.targetURI, "read", ex.payload.n, "err", err)
 			return true, false
