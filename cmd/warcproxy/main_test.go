@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -210,4 +211,133 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	for u := range completed {
 		require.True(t, archived[u], "answered but not archived: %s", u)
 	}
+}
+
+// TestSIGTERMWith1000InFlight: SIGTERM while 1,000 requests are in flight
+// (each origin answer takes a second): the proxy stops accepting, lets them
+// finish, and every exchange a client saw complete is in a closed WARC.
+func TestSIGTERMWith1000InFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 connections")
+	}
+	const n = 1000
+	var inOrigin atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inOrigin.Add(1)
+		time.Sleep(time.Second)
+		fmt.Fprintf(w, "body of %s", r.URL.Path)
+	}))
+	defer origin.Close()
+	dir := t.TempDir()
+	warcs := filepath.Join(dir, "warcs")
+	p := startMain(t, "--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"), "--max-conns", "1100")
+	proxyURL, _ := url.Parse("http://127.0.0.1:" + p.port)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL), MaxIdleConnsPerHost: n}, Timeout: 60 * time.Second}
+	defer client.CloseIdleConnections()
+
+	var mu sync.Mutex
+	completed := map[string]bool{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := fmt.Sprintf("%s/r%d", origin.URL, i)
+			resp, err := client.Get(u)
+			if err != nil {
+				return
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == 200 && string(body) == fmt.Sprintf("body of /r%d", i) {
+				mu.Lock()
+				completed[u] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return inOrigin.Load() >= n*9/10 }, 30*time.Second, 10*time.Millisecond,
+		"requests in flight through the proxy")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	code := p.wait(t, 60*time.Second)
+	wg.Wait()
+	require.Equal(t, 0, code, p.stderr.String())
+	require.GreaterOrEqual(t, len(completed), n*9/10, "the in-flight requests were allowed to finish")
+
+	archived := map[string]bool{}
+	for _, r := range warccheck.Dir(t, warcs) {
+		if r.Type == "response" {
+			archived[r.TargetURI] = true
+		}
+	}
+	for u := range completed {
+		require.True(t, archived[u], "answered but not archived: %s", u)
+	}
+	open, _ := filepath.Glob(filepath.Join(warcs, "*.open"))
+	require.Empty(t, open, "every WARC closed")
+}
+
+// TestSecondSignalForcesExit: a second signal during a drain that cannot
+// finish (an origin trickling a body) makes the process exit within 5 s,
+// and what it leaves holds only whole records.
+func TestSecondSignalForcesExit(t *testing.T) {
+	stop := make(chan struct{})
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/quick" {
+			fmt.Fprint(w, "quick")
+			return
+		}
+		w.Header().Set("Content-Length", "100000000")
+		for {
+			if _, err := io.WriteString(w, strings.Repeat("t", 1000)); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}))
+	defer origin.Close()
+	defer close(stop)
+	dir := t.TempDir()
+	warcs := filepath.Join(dir, "warcs")
+	p := startMain(t, "--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"), "--shutdown-timeout", "60s")
+	proxyURL, _ := url.Parse("http://127.0.0.1:" + p.port)
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(origin.URL + "/quick")
+	require.NoError(t, err)
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for range 5 {
+		go func() {
+			resp, err := client.Get(origin.URL + "/trickle")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the trickles are flowing
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	code := p.wait(t, 10*time.Second)
+	require.Less(t, time.Since(start), 5*time.Second, "forced exit within 5 s")
+	require.NotEqual(t, 0, code, "an incomplete shutdown is not a success")
+
+	files, _ := filepath.Glob(filepath.Join(warcs, "*.warc.gz*"))
+	require.NotEmpty(t, files)
+	recs := warccheck.Files(t, files...) // whole records only, .open files included
+	found := false
+	for _, r := range recs {
+		if r.TargetURI == origin.URL+"/quick" && r.Type == "response" {
+			found = true
+		}
+	}
+	require.True(t, found, "what was answered before the signals is on disk")
 }
