@@ -160,18 +160,49 @@ func mask(s string) string {
 // closes each when its last user releases it.
 type Handles struct {
 	mu    sync.Mutex
-	bolts map[string]*boltRef
-	redis map[string]*redisRef
+	bolts map[string]*ref[*bolt.DB]
+	redis map[string]*ref[redis.UniversalClient]
 }
 
-type boltRef struct {
-	db   *bolt.DB
-	refs int
+// ref is a shared handle and the number of its users.
+type ref[T any] struct {
+	v     T
+	close func() error
+	refs  int
 }
 
-type redisRef struct {
-	c    redis.UniversalClient
-	refs int
+// share returns the handle under key in *m, opening it first if there is
+// none, and a release func (idempotent) whose last call closes it. h.mu is
+// held by the caller.
+func share[T any](h *Handles, m *map[string]*ref[T], key string, open func() (T, func() error, error)) (T, func() error, error) {
+	if *m == nil {
+		*m = make(map[string]*ref[T])
+	}
+	r := (*m)[key]
+	if r == nil {
+		v, closeFn, err := open()
+		if err != nil {
+			var zero T
+			return zero, nil, err
+		}
+		r = &ref[T]{v: v, close: closeFn}
+		(*m)[key] = r
+	}
+	r.refs++
+	var once sync.Once
+	return r.v, func() error {
+		var err error
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			r.refs--
+			if r.refs == 0 {
+				delete(*m, key)
+				err = r.close()
+			}
+		})
+		return err
+	}, nil
 }
 
 // Bolt opens (or shares) the bbolt file of an embedded spec. Call release
@@ -186,11 +217,7 @@ func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.bolts == nil {
-		h.bolts = make(map[string]*boltRef)
-	}
-	r := h.bolts[key]
-	if r == nil {
+	return share(h, &h.bolts, key, func() (*bolt.DB, func() error, error) {
 		db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true})
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, nil, fmt.Errorf("opening %s: another process has it open (an embedded database serves one proxy; use Redis to share one index between proxies)", s.Path)
@@ -201,24 +228,8 @@ func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
 			}
 			return nil, nil, fmt.Errorf("opening %s: %w", s.Path, err)
 		}
-		r = &boltRef{db: db}
-		h.bolts[key] = r
-	}
-	r.refs++
-	var once sync.Once
-	return r.db, func() error {
-		var err error
-		once.Do(func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			r.refs--
-			if r.refs == 0 {
-				delete(h.bolts, key)
-				err = r.db.Close()
-			}
-		})
-		return err
-	}, nil
+		return db, db.Close, nil
+	})
 }
 
 // Redis returns (or shares) a client for a Redis spec. Call release when
@@ -227,38 +238,17 @@ func (h *Handles) Redis(s Spec) (c redis.UniversalClient, release func() error, 
 	if s.Kind != Redis {
 		return nil, nil, fmt.Errorf("store: %s is not a redis spec", s.Raw)
 	}
-	key := s.key
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.redis == nil {
-		h.redis = make(map[string]*redisRef)
-	}
-	r := h.redis[key]
-	if r == nil {
+	return share(h, &h.redis, s.key, func() (redis.UniversalClient, func() error, error) {
 		var c redis.UniversalClient
 		if s.Cluster != nil {
 			c = redis.NewClusterClient(s.Cluster)
 		} else {
 			c = redis.NewClient(s.Redis)
 		}
-		r = &redisRef{c: c}
-		h.redis[key] = r
-	}
-	r.refs++
-	var once sync.Once
-	return r.c, func() error {
-		var err error
-		once.Do(func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			r.refs--
-			if r.refs == 0 {
-				delete(h.redis, key)
-				err = r.c.Close()
-			}
-		})
-		return err
-	}, nil
+		return c, c.Close, nil
+	})
 }
 
 // isSQLite reports whether the file at path starts with SQLite's header.
