@@ -137,6 +137,9 @@ func (w *worker) next() (*Capture, bool) {
 				continue
 			}
 			w.retrying = false
+			if e := w.p.stats.lastErr.Load(); e != nil {
+				w.log.Info("writing warc files again after errors", "failing_for", time.Since(e.since).Round(time.Millisecond).String(), "last_err", e.err)
+			}
 		}
 		var idle <-chan time.Time
 		if w.idle != nil {
