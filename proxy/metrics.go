@@ -73,6 +73,15 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 		m.upstreamURLs, m.upstreamBytes, m.upstreamErrors, m.captureDuration,
 		gauge("warcproxy_proxy_requests_active", "Exchanges in progress.",
 			func() float64 { return float64(s.active.Load()) }),
+		gauge("warcproxy_proxy_seconds_behind", "Age of the oldest exchange not yet written to a WARC file (in flight or queued); 0 when none (warcprox's seconds_behind).",
+			func() float64 {
+				if t, ok := s.activeSet.earliest(); ok {
+					return time.Since(t).Seconds()
+				}
+				return 0
+			}),
+		counter("warcproxy_proxy_auth_failures_total", "Requests answered 407 for missing or wrong Proxy-Authorization.",
+			func() float64 { return float64(s.authFailures.Load()) }),
 		gauge("warcproxy_proxy_connections_active", "Client connections holding one of the --max-conns slots.", conn(0)),
 		gauge("warcproxy_proxy_connections_waiting", "Client connections waiting for a slot.", conn(1)),
 		counter("warcproxy_proxy_connections_refused_total", "Client connections answered 503 because no slot came free in time.", conn(2)),

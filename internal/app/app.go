@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,13 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "warcproxy_build_info",
+		Help:        "Always 1; the labels say which build is running.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	buildInfo.Set(1)
+	reg.MustRegister(buildInfo)
 	a := &App{cfg: cfg, logger: logger, ln: ln, CA: ca, spoolDir: tmpDir, Registry: reg}
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	// The writer pool exists even with --prefix -: a request's
