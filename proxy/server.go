@@ -379,11 +379,56 @@ func (t *target) uri() string {
 	if t.requestURI == "*" {
 		return t.scheme + "://" + t.authority()
 	}
-	return t.scheme + "://" + t.authority() + t.requestURI
+	return t.scheme + "://" + t.authority() + escapeURIBytes(t.requestURI)
+}
+
+// headHasTransferEncoding reports whether the recorded response head in
+// rec[start:end] has a Transfer-Encoding header (net/http drops it from
+// HTTP/1.0 responses before we see them).
+func headHasTransferEncoding(rec *recorder, start, end int64) bool {
+	if end-start <= 0 || end-start > maxResponseHeadBytes {
+		return false
+	}
+	head := make([]byte, end-start)
+	if _, err := rec.buf.ReadAt(head, start); err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return bytes.Contains(bytes.ToLower(head), []byte("\ntransfer-encoding:"))
+}
+
+// escapeURIBytes percent-encodes the bytes a URI may not hold raw (non-ASCII,
+// controls, space), as browsers do, so that WARC-Target-URI reads the same in
+// every WARC reader; the request record keeps the bytes as sent.
+func escapeURIBytes(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tun, _ := r.Context().Value(tunnelKey{}).(*tunnel)
+	if r.Method == "PRI" || r.ProtoMajor >= 2 {
+		// An HTTP/2 connection preface, plain or inside a tunnel: never
+		// forwarded or recorded as an HTTP/1.1 request.
+		textError(w, http.StatusHTTPVersionNotSupported, "warcproxy: HTTP/2 is not supported yet; use HTTP/1.1")
+		return
+	}
 	// Requests inside a tunnel were authorized with its CONNECT.
 	if tun == nil && len(s.opts.ProxyAuth) > 0 && !s.authorized(r) {
 		s.authFailures.Add(1)
@@ -422,6 +467,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if r.URL.Host == "" {
 			textError(w, http.StatusBadRequest, "warcproxy: request URL has no host")
+			return
+		}
+		if p := r.URL.Port(); p != "" && !validPort(p) {
+			textError(w, http.StatusBadRequest, "warcproxy: request URL has an invalid port "+strconv.Quote(p))
 			return
 		}
 		t = target{scheme: r.URL.Scheme, requestURI: originForm(r.RequestURI)}
@@ -478,9 +527,13 @@ func (s *Server) isSelf(hostport string) bool {
 		return false
 	}
 	host, port, err := net.SplitHostPort(hostport)
-	if err != nil || port != strconv.Itoa(addr.Port) {
+	if err != nil {
 		return false
 	}
+	if n, err := strconv.Atoi(port); err != nil || n != addr.Port { // "08000" is port 8000 too
+		return false
+	}
+	host = strings.TrimSuffix(host, ".")
 	if strings.EqualFold(host, "localhost") {
 		return addr.IP.IsLoopback() || addr.IP.IsUnspecified()
 	}
@@ -488,7 +541,12 @@ func (s *Server) isSelf(hostport string) bool {
 	if ip == nil {
 		return false
 	}
-	return ip.Equal(addr.IP) || (addr.IP.IsUnspecified() && (ip.IsLoopback() || isLocalIP(ip)))
+	if ip4 := ip.To4(); ip4 != nil {
+		ip = ip4
+	}
+	// Connecting to 0.0.0.0 or :: reaches this host's own listeners.
+	return ip.Equal(addr.IP) || ip.IsUnspecified() ||
+		(addr.IP.IsUnspecified() && (ip.IsLoopback() || isLocalIP(ip)))
 }
 
 func isLocalIP(ip net.IP) bool {
@@ -701,6 +759,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		return
 	}
 	putBuf(headBuf)
+	if resp.ProtoMajor == 1 && resp.ProtoMinor == 0 && ex.res != nil && headHasTransferEncoding(ex.res, ex.resStart, c.consumed()) {
+		// RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is faulty
+		// framing; readers would de-chunk a body net/http passes raw.
+		stop()
+		c.conn.Close()
+		s.upstreamError(w, r, t, fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 response", errUpstreamNotHTTP))
+		s.logFailedFetch(r, ex.targetURI, meta, errUpstreamNotHTTP)
+		return
+	}
 	ex.ip = c.ip
 	ex.headEnd = c.consumed()
 	ex.status = resp.StatusCode

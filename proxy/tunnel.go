@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -42,8 +43,8 @@ func (t *tunnel) takePreconn() net.Conn {
 // same timeouts and limits as plain proxy connections.
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	host, port, err := net.SplitHostPort(r.RequestURI)
-	if err != nil || port == "" || !validHostName(strings.ToLower(host)) {
-		textError(w, http.StatusBadRequest, "warcproxy: CONNECT needs host:port, got "+strconv.Quote(r.RequestURI))
+	if err != nil || !validPort(port) || !validHostName(strings.ToLower(host)) {
+		textError(w, http.StatusBadRequest, "warcproxy: CONNECT needs host:port with a port from 1 to 65535, got "+strconv.Quote(r.RequestURI))
 		return
 	}
 	hostport := net.JoinHostPort(host, port)
@@ -51,25 +52,46 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		textError(w, http.StatusForbidden, "warcproxy: refusing to tunnel to the proxy itself")
 		return
 	}
-	// Not the request's context: a client may half-close right after
-	// sending CONNECT and its first request, which cancels that context.
-	dctx, cancel := context.WithCancel(s.baseCtx)
-	pre, err := s.up.dialTCP(dctx, hostport)
-	cancel()
+	// Take the connection over first, so that the dial can be abandoned
+	// when the client goes away meanwhile (otherwise a client could hold a
+	// slot for the whole --socket-timeout by connecting to a black hole and
+	// hanging up). Not the request's context: a client may half-close right
+	// after sending CONNECT and its first request, which cancels it.
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		textError(w, http.StatusInternalServerError, "warcproxy: cannot take over the connection")
+		return
+	}
+	// net/http no longer tracks the connection: close it at shutdown
+	// ourselves until the inner server takes it over.
+	if !s.track(conn) {
+		conn.Close()
+		return
+	}
+	defer s.untrack(conn)
+	_ = conn.SetDeadline(time.Time{})
+	pre, err := s.dialWatching(conn, brw.Reader, hostport)
+	if errors.Is(err, errClientGone) {
+		s.logger.Debug("client gone while connecting", "connect", hostport)
+		conn.Close()
+		return
+	}
 	if err != nil {
 		status, kind, label := classifyUpstreamError(err)
 		s.metrics.upstreamError(label)
 		s.logger.Info("upstream error", "connect", hostport, "kind", kind, "err", err)
-		textError(w, status, fmt.Sprintf("warcproxy: %s connecting to %s: %v", kind, hostport, err))
+		msg := fmt.Sprintf("warcproxy: %s connecting to %s: %v\n", kind, hostport, err)
+		fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			status, http.StatusText(status), len(msg), msg)
+		conn.Close()
 		return
 	}
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
+	if !s.track(pre) {
 		pre.Close()
-		textError(w, http.StatusInternalServerError, "warcproxy: cannot take over the connection")
+		conn.Close()
 		return
 	}
-	_ = conn.SetDeadline(time.Time{})
+	defer s.untrack(pre)
 	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 		pre.Close()
 		conn.Close()
@@ -105,6 +127,50 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	s.innerLn.deliver(&servedConn{Conn: tlsConn, s: s, tun: tun})
+}
+
+// errClientGone ends a CONNECT dial whose client closed its connection.
+var errClientGone = errors.New("client closed the connection while the proxy was connecting")
+
+// dialWatching dials hostport for a CONNECT while watching the client's
+// connection: if the client closes it before the dial ends, the dial is
+// abandoned. Bytes the client sends meanwhile stay buffered in br.
+func (s *Server) dialWatching(conn net.Conn, br *bufio.Reader, hostport string) (net.Conn, error) {
+	dctx, cancel := context.WithCancel(s.baseCtx)
+	defer cancel()
+	gone := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if _, err := br.Peek(1); err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				close(gone)
+				cancel()
+			}
+		}
+	}()
+	pre, err := s.up.dialTCP(dctx, hostport)
+	// Stop the watcher (a read deadline in the past ends its Peek) before
+	// anyone else reads from br.
+	_ = conn.SetReadDeadline(time.Unix(1, 0))
+	<-watched
+	_ = conn.SetReadDeadline(time.Time{})
+	select {
+	case <-gone:
+		if pre != nil {
+			pre.Close()
+		}
+		return nil, errClientGone
+	default:
+	}
+	return pre, err
+}
+
+// validPort accepts a decimal port from 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '+'
 }
 
 // noteHandshakeError logs a failed TLS handshake with a client, at most

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/warcproxy/warcproxy/crawllog"
@@ -30,7 +33,11 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		warcType = "metadata"
 	}
 	contentType := r.Header.Get("Content-Type")
-	if warcType == "" || contentType == "" || r.ContentLength < 0 {
+	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
+		textError(w, http.StatusBadRequest, "warcproxy: "+methodWriteRecord+" needs an absolute URI with a scheme (e.g. screenshot:https://...), got "+strconv.Quote(uri))
+		return
+	}
+	if warcType == "" || contentType == "" || r.ContentLength < 0 || r.Header.Get("Content-Length") == "" {
 		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
 		return
 	}
@@ -74,7 +81,12 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		s.count(failed)
 		textError(w, status, "warcproxy: "+msg)
 	}
-	n, err := io.Copy(rec, r.Body)
+	var body io.Reader = r.Body
+	if s.opts.SocketTimeout > 0 {
+		// A stalled body must not hold the connection and its slot.
+		body = &clientBodyReader{r: r.Body, rc: http.NewResponseController(w), timeout: s.opts.SocketTimeout}
+	}
+	n, err := io.Copy(rec, body)
 	if err == nil && n != r.ContentLength {
 		err = fmt.Errorf("body has %d bytes, Content-Length says %d", n, r.ContentLength)
 	}
@@ -85,6 +97,11 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		return
 	}
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			fail(http.StatusRequestTimeout, "the record's body stalled: "+err.Error())
+			return
+		}
 		fail(http.StatusBadRequest, "reading the record's body: "+err.Error())
 		return
 	}
