@@ -96,6 +96,10 @@ type Options struct {
 	WarcinfoFields []Field
 	// FS is the file layer; nil means the operating system's.
 	FS FS
+	// OnClose, if set, is called with the path of each WARC file once it is
+	// closed and renamed (to index it, for instance). It runs on a writer
+	// goroutine: hand the work off rather than do it there.
+	OnClose func(path string)
 
 	// Test hooks: retry back-off bounds (zero means the defaults).
 	backoffMin, backoffMax time.Duration

@@ -545,6 +545,9 @@ func (w *worker) finish(wf *warcFile, empty bool) {
 	}
 	p.stats.filesClosed.Add(1)
 	w.log.Debug("closed warc file", "file", wf.name, "bytes", wf.acked, "captures", wf.captures)
+	if p.opts.OnClose != nil {
+		p.opts.OnClose(filepath.Join(wf.dir, wf.name))
+	}
 	w.retryRenames()
 }
 
@@ -558,6 +561,9 @@ func (w *worker) retryRenames() {
 		}
 		w.p.stats.filesClosed.Add(1)
 		w.log.Info("renamed warc file after an earlier failure", "file", wf.name)
+		if w.p.opts.OnClose != nil {
+			w.p.opts.OnClose(filepath.Join(wf.dir, wf.name))
+		}
 	}
 	clear(w.unrenamed[len(kept):])
 	w.unrenamed = kept

@@ -926,3 +926,25 @@ func TestCaptureLocationAndSubdirPrefix(t *testing.T) {
 		require.True(t, found)
 	}
 }
+
+func TestOnCloseNamesEachClosedFile(t *testing.T) {
+	var mu sync.Mutex
+	var closed []string
+	p, dir := newPool(t, Options{Gzip: true, Workers: 1, RolloverSize: 2000, OnClose: func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		closed = append(closed, path)
+	}})
+	for i := range 3 {
+		enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 3000}, nil))
+	}
+	closePool(t, p)
+	mu.Lock()
+	defer mu.Unlock()
+	names := dirNames(t, dir)
+	require.Len(t, closed, len(names), "one call per file")
+	for _, path := range closed {
+		require.FileExists(t, path, "called after the rename")
+		require.Contains(t, names, filepath.Base(path))
+	}
+}
