@@ -1,0 +1,522 @@
+package cdxj
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Limits that keep memory bounded whatever the file holds.
+const (
+	maxHeadBytes = 1 << 20 // WARC or HTTP head of one record
+	// maxRequestBody is how much of a non-GET request body is kept to build
+	// the query that warcio.js appends to the urlkey (it keeps 4096 UTF-16
+	// units of the query; a JSON body must be whole to be parsed).
+	maxRequestBody = 1 << 20
+)
+
+// record is what the index needs from one WARC record.
+type record struct {
+	offset, length int64
+
+	warcType    string
+	hasType     bool
+	targetURI   string
+	hasTarget   bool
+	date        string
+	payloadDig  string
+	hasPayload  bool
+	contentType string // WARC Content-Type
+	hasCType    bool
+
+	http *httpHead // nil if not parsed or empty
+
+	body []byte // request records with a non-GET method: the start of the payload
+}
+
+// httpHead is the status line and header fields of an HTTP message, parsed
+// as warcio.js parses them.
+type httpHead struct {
+	statusLine string
+	fields     headers
+}
+
+// headers holds header fields as the WHATWG Headers class does: names
+// case-insensitive, repeated fields joined with ", ".
+type headers map[string]string
+
+func (h headers) add(name, value string) {
+	if !validToken(name) || !validValue(value) {
+		return // Headers.append throws; warcio.js drops the field
+	}
+	if hasNonLatin1(value) {
+		// Headers.append throws on characters above U+00FF; warcio.js then
+		// stores the value's UTF-8 bytes one character each.
+		value = latin1Chars(value)
+	}
+	k := strings.ToLower(name)
+	if prev, ok := h[k]; ok {
+		h[k] = prev + ", " + value
+		return
+	}
+	h[k] = value
+}
+
+func (h headers) get(name string) (string, bool) {
+	v, ok := h[strings.ToLower(name)]
+	return v, ok
+}
+
+func hasNonLatin1(s string) bool {
+	for _, r := range s {
+		if r > 0xff {
+			return true
+		}
+	}
+	return false
+}
+
+func latin1Chars(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteRune(rune(s[i]))
+	}
+	return b.String()
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func validValue(s string) bool {
+	return !strings.ContainsAny(s, "\x00\r\n")
+}
+
+// method is the request method of a request head (the status line up to
+// the first space).
+func (h *httpHead) method() string {
+	m, _, _ := strings.Cut(h.statusLine, " ")
+	return m
+}
+
+// status is the status code of a response head as warcio.js serializes
+// Number(second word of the status line), or "" when there is none.
+func (h *httpHead) status() string {
+	parts := strings.Split(h.statusLine, " ")
+	if len(parts) < 2 {
+		return ""
+	}
+	return numberString(parts[1])
+}
+
+// numberString formats Number(s) the way JavaScript's String(Number(s)) does,
+// for the strings a status line holds.
+func numberString(s string) string {
+	t := strings.TrimFunc(s, isJSSpace)
+	if t == "" {
+		return "0"
+	}
+	if len(t) > 2 && t[0] == '0' {
+		base := 0
+		switch t[1] {
+		case 'x', 'X':
+			base = 16
+		case 'o', 'O':
+			base = 8
+		case 'b', 'B':
+			base = 2
+		}
+		if base != 0 {
+			n, err := strconv.ParseUint(t[2:], base, 64)
+			if err != nil {
+				return "NaN"
+			}
+			return formatJSFloat(float64(n))
+		}
+	}
+	for _, c := range t {
+		if !strings.ContainsRune("0123456789+-.eE", c) {
+			if t == "Infinity" || t == "+Infinity" {
+				return "Infinity"
+			}
+			if t == "-Infinity" {
+				return "-Infinity"
+			}
+			return "NaN"
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+			return formatJSFloat(f)
+		}
+		return "NaN"
+	}
+	return formatJSFloat(f)
+}
+
+// formatJSFloat is Number.prototype.toString for finite numbers and the
+// infinities.
+func formatJSFloat(f float64) string {
+	switch {
+	case f != f:
+		return "NaN"
+	case f > 1.7976931348623157e308:
+		return "Infinity"
+	case f < -1.7976931348623157e308:
+		return "-Infinity"
+	case f == 0:
+		return "0"
+	}
+	a := f
+	if a < 0 {
+		a = -a
+	}
+	if a >= 1e-7 && a < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	sign := exp[0]
+	exp = strings.TrimLeft(exp[1:], "0")
+	return mant + "e" + string(sign) + exp
+}
+
+// isJSSpace reports whether String.prototype.trim removes r.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
+}
+
+func jsTrim(s string) string      { return strings.TrimFunc(s, isJSSpace) }
+func jsTrimEnd(s string) string   { return strings.TrimRightFunc(s, isJSSpace) }
+func jsTrimStart(s string) string { return strings.TrimLeftFunc(s, isJSSpace) }
+
+// readLine reads one line including its "\n" (or up to EOF), taking its
+// length from *budget. The line is only valid until the next read.
+func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
+	frag, err := br.ReadSlice('\n')
+	*budget -= len(frag)
+	if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
+		return frag, err
+	}
+	line := slices.Clone(frag)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		if *budget < 0 {
+			return nil, errors.New("record head too long")
+		}
+		frag, err = br.ReadSlice('\n')
+		*budget -= len(frag)
+		line = append(line, frag...)
+	}
+	return line, err
+}
+
+// parseHead reads a status line and the header fields after it, as
+// warcio.js's StatusAndHeadersParser does: the fields end at the first
+// CRLFCRLF after the status line's own CRLF, so a head without fields
+// ("HTTP/1.1 204\r\n\r\n") runs on into the body. When the block ends
+// first, warcio.js reads on into the CRLFCRLF that ends the record, and so
+// does parseHead, from overflow (if not nil). It returns nil at EOF or when
+// the status line is blank.
+func parseHead(br *bufio.Reader, overflow *bufio.Reader) (*httpHead, error) {
+	budget := maxHeadBytes
+	first, err := readLine(br, &budget)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	status := jsTrimEnd(decodeUTF8(first))
+	if status == "" {
+		return nil, nil
+	}
+	end := []byte("\r\n\r\n")
+	var buf bytes.Buffer
+	for err == nil {
+		var line []byte
+		line, err = readLine(br, &budget)
+		if budget < 0 {
+			return nil, errors.New("record head too long")
+		}
+		buf.Write(line)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if bytes.HasSuffix(buf.Bytes(), end) {
+			break
+		}
+	}
+	if errors.Is(err, io.EOF) && overflow != nil {
+		for range 4 {
+			if bytes.HasSuffix(buf.Bytes(), end) {
+				break
+			}
+			c, err := overflow.ReadByte()
+			if err != nil {
+				break
+			}
+			if c != '\r' && c != '\n' {
+				_ = overflow.UnreadByte()
+				break
+			}
+			buf.WriteByte(c)
+		}
+	}
+	h := &httpHead{statusLine: status, fields: headers{}}
+	parseFields(decodeUTF8(buf.Bytes()), h.fields)
+	return h, nil
+}
+
+// parseFields is StatusAndHeadersParser's loop over the header text.
+func parseFields(text string, h headers) {
+	start := 0
+	name := ""
+	value := ""
+	have := false
+	for start < len(text) {
+		valueEnd := strings.IndexByte(text[start:], '\n')
+		if valueEnd >= 0 {
+			valueEnd += start
+		}
+		end := len(text)
+		if valueEnd >= 0 {
+			end = valueEnd
+		}
+		if have && value != "" && (text[start] == ' ' || text[start] == '\t') {
+			value += jsTrimEnd(text[start:end])
+		} else {
+			if have && value != "" {
+				h.add(name, value)
+			}
+			have = false
+			nameEnd := strings.IndexByte(text[start:], ':')
+			if nameEnd >= 0 {
+				nameEnd += start
+			}
+			if nameEnd >= 0 && nameEnd < valueEnd {
+				name = jsTrimStart(text[start:nameEnd])
+				value = jsTrim(text[nameEnd+1 : end])
+				have = true
+			}
+		}
+		if valueEnd < 0 {
+			break
+		}
+		start = valueEnd + 1
+	}
+	if have && value != "" {
+		h.add(name, value)
+	}
+}
+
+// decodeUTF8 is TextDecoder("utf-8").decode: invalid bytes become U+FFFD
+// and a leading byte order mark is dropped.
+func decodeUTF8(b []byte) string {
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// parseRecord reads one record from br: head, block, and nothing after.
+// It returns nil, nil at the end of the input.
+func parseRecord(br *bufio.Reader, blk *blockReader) (*record, error) {
+	wh, err := parseHead(br, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading warc header: %w", err)
+	}
+	if wh == nil {
+		return nil, nil
+	}
+	r := &record{}
+	r.warcType, r.hasType = wh.fields.get("WARC-Type")
+	r.targetURI, r.hasTarget = wh.fields.get("WARC-Target-URI")
+	r.date, _ = wh.fields.get("WARC-Date")
+	r.payloadDig, r.hasPayload = wh.fields.get("WARC-Payload-Digest")
+	r.contentType, r.hasCType = wh.fields.get("Content-Type")
+	cl := int64(0)
+	if v, ok := wh.fields.get("Content-Length"); ok {
+		cl, err = strconv.ParseInt(v, 10, 64)
+		if err != nil || cl < 0 {
+			return nil, fmt.Errorf("bad Content-Length %q", v)
+		}
+	}
+	block := blk.reset(br, cl)
+	parseHTTP := r.warcType == "response" || r.warcType == "request" || (r.warcType == "revisit" && cl > 0)
+	if parseHTTP && cl > 0 {
+		r.http, err = parseHead(block, br)
+		if err != nil {
+			return nil, fmt.Errorf("reading http header: %w", err)
+		}
+		if r.warcType == "request" && r.http != nil && r.http.method() != "GET" {
+			r.body, err = io.ReadAll(io.LimitReader(block, maxRequestBody))
+			if err != nil {
+				return nil, fmt.Errorf("reading request body: %w", err)
+			}
+		}
+	}
+	if _, err := io.Copy(io.Discard, block); err != nil {
+		return nil, fmt.Errorf("reading block: %w", err)
+	}
+	return r, nil
+}
+
+// skipNewlines consumes the blank lines after a record.
+func skipNewlines(br *bufio.Reader) (int, error) {
+	n := 0
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, err
+		}
+		if c != '\r' && c != '\n' {
+			return n, br.UnreadByte()
+		}
+		n++
+	}
+}
+
+// countingReader counts the bytes read from the file. The scanner reads
+// through a bufio.Reader over it (which klauspost's inflater reads from
+// directly, byte by byte, without reading ahead), so the position in the
+// file is n minus what the buffer holds.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// scanner walks the records of a WARC file, with their offsets and lengths
+// as warcio.js reports them.
+type scanner struct {
+	fc    *countingReader
+	br    *bufio.Reader // over fc
+	gz    bool
+	zr    *gzip.Reader
+	rb    *bufio.Reader // over the gzip member, or br itself
+	block blockReader
+}
+
+func newScanner(r io.Reader) (*scanner, error) {
+	fc := &countingReader{r: r}
+	br := bufio.NewReaderSize(fc, 256<<10)
+	magic, err := br.Peek(2)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	s := &scanner{fc: fc, br: br, gz: len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b}
+	if !s.gz {
+		s.rb = br
+	}
+	return s, nil
+}
+
+// pos is the offset in the file of the next byte br hands out.
+func (s *scanner) pos() int64 { return s.fc.n - int64(s.br.Buffered()) }
+
+// next returns the next record, or nil at the end of the file.
+func (s *scanner) next() (*record, error) {
+	if s.gz {
+		return s.nextGzip()
+	}
+	// A plain file: the record runs from its first line to the end of its
+	// block; the blank lines after it count for neither record (warcio.js).
+	if _, err := skipNewlines(s.rb); err != nil {
+		return nil, err
+	}
+	start := s.pos()
+	r, err := parseRecord(s.rb, &s.block)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	r.offset = start
+	r.length = s.pos() - start
+	return r, nil
+}
+
+func (s *scanner) nextGzip() (*record, error) {
+	start := s.pos()
+	if s.zr == nil {
+		zr, err := gzip.NewReader(s.br)
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+		}
+		s.zr = zr
+		s.rb = bufio.NewReaderSize(zr, 64<<10)
+	} else {
+		err := s.zr.Reset(s.br)
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+		}
+		s.rb.Reset(s.zr)
+	}
+	s.zr.Multistream(false)
+	r, err := parseRecord(s.rb, &s.block)
+	if err != nil {
+		return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("gzip member at offset %d holds no record", start)
+	}
+	if _, err := skipNewlines(s.rb); err != nil {
+		return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+	}
+	if _, err := s.rb.ReadByte(); err == nil {
+		return nil, fmt.Errorf("gzip member at offset %d holds more than one record", start)
+	} else if !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+	}
+	r.offset = start
+	r.length = s.pos() - start
+	return r, nil
+}
+
+// blockReader is a reusable buffered reader of one record's block.
+type blockReader struct {
+	lr io.LimitedReader
+	br *bufio.Reader
+}
+
+func (b *blockReader) reset(r io.Reader, n int64) *bufio.Reader {
+	b.lr = io.LimitedReader{R: r, N: n}
+	if b.br == nil {
+		b.br = bufio.NewReaderSize(&b.lr, 4096)
+	} else {
+		b.br.Reset(&b.lr)
+	}
+	return b.br
+}
