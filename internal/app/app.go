@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/warcproxy/warcproxy/cdxj"
 	"github.com/warcproxy/warcproxy/crawllog"
 	"github.com/warcproxy/warcproxy/dedup"
 	"github.com/warcproxy/warcproxy/internal/config"
@@ -57,6 +58,52 @@ type App struct {
 
 	spoolDir string
 	handles  store.Handles
+	indexer  *indexer // --cdxj, or nil
+}
+
+// indexer writes the CDXJ index of each closed WARC file, one file at a
+// time, off the writer goroutines.
+type indexer struct {
+	files  chan string
+	done   chan struct{}
+	logger *slog.Logger
+}
+
+func newIndexer(logger *slog.Logger) *indexer {
+	ix := &indexer{files: make(chan string, 1024), done: make(chan struct{}), logger: logger}
+	go func() {
+		defer close(ix.done)
+		for path := range ix.files {
+			out, err := cdxj.WriteBeside(path)
+			if err != nil {
+				ix.logger.Error("writing the CDXJ index failed", "file", path, "err", err)
+				continue
+			}
+			ix.logger.Debug("wrote CDXJ index", "file", out)
+		}
+	}()
+	return ix
+}
+
+// close waits (until ctx ends) for the files queued so far to be indexed.
+func (ix *indexer) close(ctx context.Context) error {
+	close(ix.files)
+	select {
+	case <-ix.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("CDXJ indexing unfinished: %w", ctx.Err())
+	}
+}
+
+// onClose is the writer's OnClose hook: with --cdxj, closed files are
+// queued for indexing.
+func (a *App) onClose() func(string) {
+	if !a.cfg.CDXJ {
+		return nil
+	}
+	a.indexer = newIndexer(a.logger.With("component", "cdxj"))
+	return func(path string) { a.indexer.files <- path }
 }
 
 // Option changes how New assembles the proxy; for tests.
@@ -145,6 +192,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		RolloverIdle:     cfg.RolloverIdleTime,
 		SubdirPrefix:     cfg.SubdirPrefix,
 		FS:               o.writerFS,
+		OnClose:          a.onClose(),
 		Software:         "warcproxy/" + version,
 		Port:             port,
 		Registerer:       reg,
@@ -413,6 +461,13 @@ func (a *App) Shutdown(ctx, drainCtx context.Context) error {
 		a.logger.Warn("in-flight exchanges cut short", "err", errProxy)
 	}
 	errPool := a.closePool(drainCtx)
+	if a.indexer != nil {
+		// Every file is closed now: let their indexes be written.
+		if err := a.indexer.close(drainCtx); err != nil {
+			a.logger.Error("closing the CDXJ indexer", "err", err)
+			errPool = errors.Join(errPool, err)
+		}
+	}
 	// After the drain: every written capture has made its dedup save,
 	// stats increment and crawl log line; flush them.
 	errBackends := a.closeBackends(drainCtx)

@@ -79,6 +79,7 @@ type Config struct {
 	DedupOnlyWithBucket bool          // --dedup-only-with-bucket
 	BlackoutPeriod      time.Duration // --blackout-period; 0 off
 	CrawlLogDir         string        // --crawl-log-dir; empty: no crawl log
+	CDXJ                bool          // --cdxj
 	SubdirPrefix        bool          // --subdir-prefix
 
 	LogLevel  string // --log-level: debug|info|warn|error

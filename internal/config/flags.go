@@ -137,6 +137,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Write nothing for a duplicate of the same URL archived less than this long ago, instead of a revisit record (warcprox's option, a number of seconds or a duration); 0 turns it off."},
 			{name: "crawl-log-dir", metavar: "dir", inFile: true, value: stringValue{&c.CrawlLogDir},
 				help: "Write a Heritrix-format crawl log into this directory, one file per WARC prefix ({prefix}-{shorthostname}-{port}.log); empty writes none."},
+			{name: "cdxj", inFile: true, value: boolValue{&c.CDXJ},
+				help: "Write a CDXJ index (the format pywb reads) beside each WARC file once it is closed: NAME.warc.gz gets NAME.cdxj, so the archive replays without reindexing."},
 			{name: "subdir-prefix", inFile: true, value: boolValue{&c.SubdirPrefix},
 				help: "Write each prefix's WARC files into a subdirectory of --dir named after the prefix."},
 		}},
