@@ -1,4 +1,4 @@
-package cdxj
+package cdxj_test
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/cdxj"
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
@@ -97,7 +99,7 @@ func sortedLines(s string) []string {
 func requireSameIndex(t *testing.T, path string) []string {
 	t.Helper()
 	want := warcioIndex(t, path)
-	dst, err := WriteBeside(path)
+	dst, err := cdxj.WriteBeside(path)
 	require.NoError(t, err)
 	got, err := os.ReadFile(dst)
 	require.NoError(t, err)
@@ -330,7 +332,7 @@ func TestSURT(t *testing.T) {
 		"http://www3.example.com/a%20b?c%3Dd=e": "com,example)/a%20b?c%3dd=e",
 	}
 	for in, want := range fixed {
-		require.Equal(t, want, SURT(in), in)
+		require.Equal(t, want, cdxj.SURT(in), in)
 	}
 
 	urls := []string{
@@ -362,7 +364,7 @@ process.stdout.write(JSON.stringify(urls.map(getSurt)));
 	require.NoError(t, json.Unmarshal(out, &want))
 	require.Len(t, want, len(urls))
 	for i, u := range urls {
-		require.Equal(t, want[i], SURT(u), "SURT(%q)", u)
+		require.Equal(t, want[i], cdxj.SURT(u), "cdxj.SURT(%q)", u)
 	}
 }
 
@@ -379,7 +381,7 @@ func TestWriteBeside(t *testing.T) {
 	require.NoError(t, p.Close(context.Background()))
 	paths := warcFiles(t, dir)
 	require.Len(t, paths, 1)
-	dst, err := WriteBeside(paths[0])
+	dst, err := cdxj.WriteBeside(paths[0])
 	require.NoError(t, err)
 	require.Equal(t, strings.TrimSuffix(paths[0], ".warc.gz")+".cdxj", dst)
 	st, err := os.Stat(dst)
@@ -392,9 +394,9 @@ func TestWriteBeside(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ents, 2, "the WARC and its index, no temporary file")
 
-	_, err = WriteBeside(filepath.Join(dir, "x.txt"))
-	require.ErrorIs(t, err, ErrNotWARC)
-	_, err = WriteBeside(filepath.Join(dir, "missing.warc.gz"))
+	_, err = cdxj.WriteBeside(filepath.Join(dir, "x.txt"))
+	require.ErrorIs(t, err, cdxj.ErrNotWARC)
+	_, err = cdxj.WriteBeside(filepath.Join(dir, "missing.warc.gz"))
 	require.Error(t, err)
 }
 
@@ -406,5 +408,5 @@ func TestIndexFileDamaged(t *testing.T) {
 	_, _ = zw.Write([]byte("WARC/1.0\r\nWARC-Type: resource\r\nContent-Length: 100\r\n\r\nshort"))
 	require.NoError(t, zw.Close())
 	require.NoError(t, os.WriteFile(path, b.Bytes()[:b.Len()-3], 0o644))
-	require.Error(t, IndexFile(path, io.Discard))
+	require.Error(t, cdxj.IndexFile(path, io.Discard))
 }
