@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,7 +173,8 @@ func TestKill9Recovery(t *testing.T) {
 	}
 	require.NoError(t, os.Truncate(torn, left[torn]-1000))
 
-	p2 := startMain(t, args...)
+	// With --cdxj, the recovered files are indexed like any closed file.
+	p2 := startMain(t, append(slices.Clone(args), "--cdxj")...)
 	require.Empty(t, openFiles(t, warcs), "files left open after the restart: is writer.Recover called before the pool starts?\n%s", p2.stderr.String())
 	require.NoError(t, p2.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p2.wait(t, 30*time.Second), p2.stderr.String())
@@ -192,6 +194,15 @@ func TestKill9Recovery(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d files left open were cut back to their last whole record", cut, len(left))
+
+	for path := range left {
+		closed := strings.TrimSuffix(path, ".open")
+		if _, err := os.Stat(closed); err != nil {
+			continue // removed: no whole record, or renamed -recovered-N
+		}
+		_, err := os.Stat(strings.TrimSuffix(closed, ".warc.gz") + ".cdxj")
+		require.NoError(t, err, "recovered %s has its CDXJ index", closed)
+	}
 
 	recs := warccheck.Dir(t, warcs)
 	responses := 0

@@ -172,9 +172,25 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	// Files a crashed run left open-named are cut back to their last whole
 	// record and closed before the pool writes into the directory; those a
 	// live process holds (a second instance on the same --dir) are left alone.
-	if _, err := writer.Recover(cfg.Dir, logger.With("component", "writer")); err != nil {
+	built := false
+	defer func() {
+		if !built && a.indexer != nil {
+			close(a.indexer.files) // New failed: stop the indexer goroutine
+		}
+	}()
+	recovered, err := writer.Recover(cfg.Dir, logger.With("component", "writer"))
+	if err != nil {
 		ln.Close()
 		return nil, err
+	}
+	onClose := a.onClose()
+	if onClose != nil {
+		// Recovered files are closed files too: index them.
+		for _, f := range recovered.Files {
+			if f.NewPath != "" {
+				onClose(f.NewPath)
+			}
+		}
 	}
 	a.Pool, err = writer.New(writer.Options{
 		Dir:              cfg.Dir,
@@ -192,7 +208,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		RolloverIdle:     cfg.RolloverIdleTime,
 		SubdirPrefix:     cfg.SubdirPrefix,
 		FS:               o.writerFS,
-		OnClose:          a.onClose(),
+		OnClose:          onClose,
 		Software:         "warcproxy/" + version,
 		Port:             port,
 		Registerer:       reg,
@@ -299,6 +315,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		a.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	a.rates.Start() // stopped by Shutdown
+	built = true
 	return a, nil
 }
 
