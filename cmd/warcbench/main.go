@@ -102,6 +102,9 @@ Serves, over HTTP (and HTTPS with --tls-port):
   /status/CODE          that status code
 Query: ?text=1 text-like bodies (~4:1 under gzip; default incompressible),
        ?gzip=1 Content-Encoding: gzip (sizes count decoded bytes).
+Bodies of /bytes and /stream differ from one request to the next (a moving
+window over a fixed buffer), so a recording proxy's dedup finds no duplicates,
+except for ?gzip=1 bodies, which are compressed once per size and repeat.
 
 Flags:
 `)
