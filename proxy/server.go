@@ -652,7 +652,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 
 	ex := &exchange{start: time.Now(), targetURI: t.uri(), method: r.Method, referer: r.Header.Get("Referer")}
-	pol, prefix, ok := s.warcproxMeta(w, r, t.uri())
+	pol, prefix, ok := s.warcproxMeta(w, r, ex.targetURI)
 	if !ok {
 		return
 	}
