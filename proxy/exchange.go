@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"container/list"
 	"fmt"
 	"hash"
 	"io"
@@ -113,7 +112,7 @@ type exchange struct {
 	payloadDigest  string
 	meta           *warcproxmeta.Meta
 	statsBuckets   []string
-	active         *list.Element // in Server.activeSet until written
+	active         activeNode // in Server.activeSet until written
 }
 
 func (ex *exchange) discard() {
@@ -137,8 +136,8 @@ func (ex *exchange) capture(prefix string, alg digest.Algorithm, b32 bool) (*wri
 	}
 	resID := newRecordID()
 	resFields := []writer.Field{{Name: "WARC-IP-Address", Value: ex.ip}}
-	if ex.payload.h != nil {
-		resFields = append(resFields, writer.Field{Name: "WARC-Payload-Digest", Value: alg.Format(ex.payload.h.Sum(nil), b32)})
+	if ex.payloadDigest != "" {
+		resFields = append(resFields, writer.Field{Name: "WARC-Payload-Digest", Value: ex.payloadDigest})
 	}
 	if ex.truncated != "" {
 		resFields = append(resFields, writer.Field{Name: "WARC-Truncated", Value: ex.truncated})

@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -47,9 +45,8 @@ type CrawlLogger interface {
 // (warcprox's name in its shared backends).
 const unspecifiedDedupBucket = "__unspecified__"
 
-// lookupTimeout bounds a dedup lookup; past it the capture is written in
-// full.
-const lookupTimeout = 10 * time.Second
+// defaultDedupBuckets is shared by every request naming none; read only.
+var defaultDedupBuckets = []string{unspecifiedDedupBucket}
 
 // policy is what a request's Warcprox-Meta and the options decide about it.
 type policy struct {
@@ -205,18 +202,21 @@ func isText(mimeType string) bool {
 // mimeTypeOf is the media type of a Content-Type value, lower case, without
 // parameters.
 func mimeTypeOf(contentType string) string {
-	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
-		return mt
-	}
 	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
+	mt = strings.TrimSpace(mt)
+	for i := 0; i < len(mt); i++ {
+		if c := mt[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(mt) // allocates only for upper case
+		}
+	}
+	return mt
 }
 
 // dedupBuckets returns the buckets to look a payload up in, in order, and
 // those a new original is saved to.
 func dedupBuckets(meta *warcproxmeta.Meta) (lookup, save []string) {
 	if meta == nil || meta.DedupBuckets == nil {
-		return []string{unspecifiedDedupBucket}, []string{unspecifiedDedupBucket}
+		return defaultDedupBuckets, defaultDedupBuckets
 	}
 	for _, b := range meta.DedupBuckets {
 		lookup = append(lookup, b.Name)
@@ -359,34 +359,62 @@ func (s *Server) logFailedFetch(r *http.Request, uri string, meta *warcproxmeta.
 	s.logCrawl(e)
 }
 
-// activeSet tracks the start times of exchanges from their first byte until
-// their capture is written, for warcprox's seconds_behind and
-// earliest_still_active_fetch_start. Starts arrive in time order, so the
-// oldest is at the front.
+// activeSet tracks the exchanges from their first byte until their
+// capture is written, for warcprox's seconds_behind and
+// earliest_still_active_fetch_start. It links the exchanges themselves (no
+// allocation per request); starts arrive in time order, so the oldest is at
+// the front.
 type activeSet struct {
-	mu sync.Mutex
-	l  list.List
+	mu         sync.Mutex
+	head, tail *activeNode
+	n          int
 }
 
-func (a *activeSet) add(t time.Time) *list.Element {
+// activeNode is an exchange's place in the activeSet.
+type activeNode struct {
+	start      time.Time
+	prev, next *activeNode
+	in         bool
+}
+
+func (a *activeSet) add(n *activeNode, start time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.l.PushBack(t)
+	n.start, n.prev, n.next, n.in = start, a.tail, nil, true
+	if a.tail != nil {
+		a.tail.next = n
+	} else {
+		a.head = n
+	}
+	a.tail = n
+	a.n++
 }
 
-func (a *activeSet) remove(e *list.Element) {
-	if e == nil {
+// remove takes n out; removing it twice, or a node never added, is a no-op.
+func (a *activeSet) remove(n *activeNode) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !n.in {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.l.Remove(e)
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		a.head = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	} else {
+		a.tail = n.prev
+	}
+	n.prev, n.next, n.in = nil, nil, false
+	a.n--
 }
 
 func (a *activeSet) len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.l.Len()
+	return a.n
 }
 
 // Unwritten is the number of exchanges started and not yet written to a
@@ -397,8 +425,8 @@ func (s *Server) Unwritten() int { return s.activeSet.len() }
 func (a *activeSet) earliest() (time.Time, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if f := a.l.Front(); f != nil {
-		return f.Value.(time.Time), true
+	if a.head == nil {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	return a.head.start, true
 }

@@ -659,7 +659,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	meta := pol.meta
 	ex.meta = meta
 	ex.statsBuckets = pol.statsBuckets
-	ex.active = s.activeSet.add(ex.start)
+	s.activeSet.add(&ex.active, ex.start)
 	archive := prefix != "-" && s.methodArchived(r.Method)
 	if archive {
 		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
@@ -674,7 +674,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	defer func() {
 		if !queued {
 			ex.discard()
-			s.activeSet.remove(ex.active)
+			s.activeSet.remove(&ex.active)
 		}
 	}()
 
@@ -783,7 +783,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		ex.resEnd = c.consumed()
 		s.metrics.response(ex.resEnd - ex.resStart)
 		ex.prefix = prefix
-		queued = s.enqueue(r.Context(), ex, archive)
+		queued = s.enqueue(ex, archive)
 		return func() { s.splice(w, c, resp) }
 	}
 
@@ -828,7 +828,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		c.conn.Close()
 	}
 	ex.prefix = prefix
-	queued = s.enqueue(ctx, ex, archive)
+	queued = s.enqueue(ex, archive)
 	if s.logger.Enabled(ctx, slog.LevelDebug) {
 		s.logger.Debug("exchange", "method", r.Method, "url", ex.targetURI, "status", resp.StatusCode,
 			"bytes", ex.resEnd-ex.resStart, "truncated", ex.truncated, "archived", archive && queued)
@@ -923,7 +923,7 @@ func (s *Server) copyBody(w http.ResponseWriter, c *uconn, resp *http.Response, 
 // counts the capture in its stats buckets, and once it is written saves it
 // for dedup and logs it in the crawl log. It reports whether the writer took
 // ownership of the spools.
-func (s *Server) enqueue(ctx context.Context, ex *exchange, archive bool) bool {
+func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	ex.end = time.Now()
 	if archive && s.mimeFiltered(ex.meta, ex.contentType, ex.hasContentType) {
 		archive = false
@@ -936,11 +936,9 @@ func (s *Server) enqueue(ctx context.Context, ex *exchange, archive bool) bool {
 	}
 	if dedupable {
 		lookupIn, saveTo = dedupBuckets(ex.meta)
-		// The client has its response; bound the wait, but do not give up
-		// on the capture because the client left.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
-		e, _, err := s.opts.Dedup.Lookup(lctx, ex.payloadDigest, lookupIn)
-		cancel()
+		// Not the request's context: the capture is written even if the
+		// client has left. The backends bound their own round trips.
+		e, _, err := s.opts.Dedup.Lookup(context.Background(), ex.payloadDigest, lookupIn)
 		switch {
 		case err != nil:
 			s.dedupErrors.Add(1)
@@ -979,7 +977,7 @@ func (s *Server) enqueue(ctx context.Context, ex *exchange, archive bool) bool {
 		// Last, so that once nothing is active every dedup save and stats
 		// increment of the written captures has been made (Settle in tests,
 		// seconds_behind).
-		defer s.activeSet.remove(ex.active)
+		defer s.activeSet.remove(&ex.active)
 		if err != nil {
 			tally.cancel()
 			release(err)

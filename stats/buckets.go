@@ -10,22 +10,25 @@ import (
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 )
 
+// defaultBuckets are the buckets of a capture whose request names none.
+var defaultBuckets = []string{AllBucket, UnspecifiedBucket}
+
 // Buckets lists the buckets a capture of targetURL counts in, as warcprox's
 // unravel_buckets does: "__all__" first, then the buckets m names in order
 // ("__unspecified__" when m is nil or names none; an explicit empty list
 // adds nothing), each followed by "name:domain" for every tally-domain the
 // URL's host is or is a subdomain of. Domains and the host are normalised
-// with NormalizeHost; an IP address matches only itself.
+// with NormalizeHost; an IP address matches only itself. The result may be
+// shared between calls: do not modify it.
 //
 // Unlike warcprox, a bucket named twice is listed (and so counted) once,
 // and empty or over-long names (see MaxNameLen) are left out.
 func Buckets(targetURL string, m *warcproxmeta.Meta) []string {
-	var list []warcproxmeta.Bucket
-	if m == nil {
-		list = []warcproxmeta.Bucket{{Name: UnspecifiedBucket}}
-	} else {
-		list = m.StatsBuckets()
+	if m == nil || !m.HasStatsBuckets {
+		// Most requests: no stats buckets named. One shared slice.
+		return defaultBuckets
 	}
+	list := m.StatsBuckets()
 	out := make([]string, 1, 1+len(list))
 	out[0] = AllBucket
 	add := func(name string) {
