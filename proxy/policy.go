@@ -288,28 +288,14 @@ func (s *Server) crawlEntry(ex *exchange, c *writer.Capture, revisit bool) crawl
 		Revisit:       revisit,
 		ContentSize:   ex.resEnd - ex.resStart,
 		Method:        ex.method,
-		Prefix:        ex.crawlPrefix(),
+		PayloadDigest: ex.payloadDigest, // "" when not hashed
 	}
-	if ex.payload.h != nil {
-		e.PayloadDigest = ex.payloadDigest
-	}
-	if ex.meta != nil {
-		e.Metadata = ex.meta.Metadata
-	}
+	withMeta(&e, ex.meta)
 	if c != nil {
 		e.WARCFilename = filepath.Base(c.File)
 		e.WARCOffset = c.Offset
 	}
 	return e
-}
-
-// crawlPrefix is the crawl log's file prefix: the request's warc-prefix, as
-// in warcprox ("crawl" when it names none).
-func (ex *exchange) crawlPrefix() string {
-	if ex.meta != nil && ex.meta.WarcPrefix != nil {
-		return *ex.meta.WarcPrefix
-	}
-	return ""
 }
 
 func (s *Server) logCrawl(e crawllog.Entry) {
@@ -324,39 +310,38 @@ func (s *Server) logCrawl(e crawllog.Entry) {
 }
 
 // logFailedFetch writes the crawl log line of a fetch that got no response,
-// with Heritrix's negative status as warcprox chooses it.
-func (s *Server) logFailedFetch(r *http.Request, uri string, meta *warcproxmeta.Meta, err error) {
+// with Heritrix's negative status as warcprox chooses it, from the kind
+// label classifyUpstreamError gave err.
+func (s *Server) logFailedFetch(r *http.Request, uri string, meta *warcproxmeta.Meta, label string, err error) {
 	if s.opts.CrawlLog == nil {
 		return
 	}
 	status := -404
-	var dnsErr *net.DNSError
-	var ne net.Error
 	var opErr *net.OpError
 	switch {
-	case errors.As(err, &dnsErr) && !dnsErr.IsTimeout:
+	case label == "dns":
 		status = -6
-	case errors.As(err, &ne) && ne.Timeout():
-		status = -2
-	case errors.As(err, &opErr) && opErr.Op == "dial":
+	case label == "timeout" || label == "refused", errors.As(err, &opErr) && opErr.Op == "dial":
 		status = -2
 	}
 	// As warcprox: no fetch time (the fetch never happened), and the
 	// error's text as the exception.
-	e := crawllog.Entry{
-		Status:    status,
-		URL:       uri,
-		Referer:   r.Header.Get("Referer"),
-		Method:    r.Method,
-		Exception: err.Error(),
-	}
-	if meta != nil {
-		e.Metadata = meta.Metadata
-		if meta.WarcPrefix != nil {
-			e.Prefix = *meta.WarcPrefix
-		}
-	}
+	e := crawllog.Entry{Status: status, URL: uri, Referer: r.Header.Get("Referer"), Method: r.Method, Exception: err.Error()}
+	withMeta(&e, meta)
 	s.logCrawl(e)
+}
+
+// withMeta fills in what a crawl log line takes from Warcprox-Meta: the
+// metadata (seed, hop path) and the file prefix (warc-prefix, as warcprox
+// names the crawl log files; "crawl" when there is none).
+func withMeta(e *crawllog.Entry, meta *warcproxmeta.Meta) {
+	if meta == nil {
+		return
+	}
+	e.Metadata = meta.Metadata
+	if meta.WarcPrefix != nil {
+		e.Prefix = *meta.WarcPrefix
+	}
 }
 
 // activeSet tracks the exchanges from their first byte until their

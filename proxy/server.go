@@ -754,8 +754,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 			s.logger.Debug("client gone before the response", "url", t.uri(), "err", err)
 			panic(http.ErrAbortHandler)
 		}
-		s.upstreamError(w, r, t, err)
-		s.logFailedFetch(r, ex.targetURI, meta, err)
+		s.upstreamError(w, r, ex.targetURI, meta, err)
 		return
 	}
 	putBuf(headBuf)
@@ -764,8 +763,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		// framing; readers would de-chunk a body net/http passes raw.
 		stop()
 		c.conn.Close()
-		s.upstreamError(w, r, t, fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 response", errUpstreamNotHTTP))
-		s.logFailedFetch(r, ex.targetURI, meta, errUpstreamNotHTTP)
+		s.upstreamError(w, r, ex.targetURI, meta, fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 response", errUpstreamNotHTTP))
 		return
 	}
 	ex.ip = c.ip
@@ -954,7 +952,7 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	wire := ex.resEnd - ex.resStart
 	if !archive {
 		s.count(notArchived)
-		s.tally(ex, stats.NotWritten, wire).written()
+		s.tally(ex.statsBuckets, stats.NotWritten, wire).written()
 		s.logCrawl(s.crawlEntry(ex, nil, false))
 		return false
 	}
@@ -971,7 +969,7 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	if original != nil {
 		outcome, result = stats.Revisit, revisit
 	}
-	tally := s.tally(ex, outcome, wire)
+	tally := s.tally(ex.statsBuckets, outcome, wire)
 	release := capture.Done
 	capture.Done = func(err error) {
 		// Last, so that once nothing is active every dedup save and stats
@@ -1047,20 +1045,28 @@ func (x statsTally) cancel() {
 	}
 }
 
-func (s *Server) tally(ex *exchange, o stats.Outcome, wire int64) statsTally {
+func (s *Server) tally(buckets []string, o stats.Outcome, wire int64) statsTally {
 	if s.opts.Stats == nil {
 		return statsTally{}
 	}
-	return statsTally{s.opts.Stats.Tally(ex.statsBuckets, o, wire)}
+	return statsTally{s.opts.Stats.Tally(buckets, o, wire)}
 }
 
 // upstreamError answers the client when the origin could not be reached or
-// did not answer properly.
-func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, t *target, err error) {
-	status, kind, label := classifyUpstreamError(err)
+// did not answer properly, and writes the fetch's crawl log line.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, uri string, meta *warcproxmeta.Meta, err error) {
+	status, kind, label := s.noteUpstreamError(uri, err)
+	textError(w, status, fmt.Sprintf("warcproxy: %s fetching %s: %v", kind, uri, err))
+	s.logFailedFetch(r, uri, meta, label, err)
+}
+
+// noteUpstreamError counts and logs a fetch (or CONNECT) that got no
+// response; it returns what classifyUpstreamError says about err.
+func (s *Server) noteUpstreamError(target string, err error) (status int, kind, label string) {
+	status, kind, label = classifyUpstreamError(err)
 	s.metrics.upstreamError(label)
-	s.logger.Info("upstream error", "url", t.uri(), "kind", kind, "err", err)
-	textError(w, status, fmt.Sprintf("warcproxy: %s fetching %s: %v", kind, t.uri(), err))
+	s.logger.Info("upstream error", "target", target, "kind", kind, "err", err)
+	return status, kind, label
 }
 
 // classifyUpstreamError gives the status for the client, a phrase for the

@@ -77,9 +77,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		status, kind, label := classifyUpstreamError(err)
-		s.metrics.upstreamError(label)
-		s.logger.Info("upstream error", "connect", hostport, "kind", kind, "err", err)
+		status, kind, _ := s.noteUpstreamError(hostport, err)
 		msg := fmt.Sprintf("warcproxy: %s connecting to %s: %v\n", kind, hostport, err)
 		fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 			status, http.StatusText(status), len(msg), msg)

@@ -57,20 +57,13 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 			MIMEType: mimeTypeOf(contentType), FetchStart: start, FetchDuration: time.Since(start),
 			PayloadDigest: digest, Method: method, WARCFilename: file, WARCOffset: offset,
 		}
-		if meta != nil {
-			e.Metadata = meta.Metadata
-			if meta.WarcPrefix != nil {
-				e.Prefix = *meta.WarcPrefix
-			}
-		}
+		withMeta(&e, meta)
 		s.logCrawl(e)
 	}
 	if prefix == "-" {
 		n, _ := io.Copy(io.Discard, r.Body)
 		s.count(notArchived)
-		if s.opts.Stats != nil {
-			s.opts.Stats.Tally(pol.statsBuckets, stats.NotWritten, n).Written()
-		}
+		s.tally(pol.statsBuckets, stats.NotWritten, n).written()
 		logLine(0, n, "", "", 0) // as warcprox: nothing recorded, so no payload
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -106,10 +99,7 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		return
 	}
 	blockDigest := s.opts.Digest.Format(rec.h.Sum(nil), s.opts.Base32)
-	var tally statsTally
-	if s.opts.Stats != nil {
-		tally = statsTally{s.opts.Stats.Tally(pol.statsBuckets, stats.New, n)}
-	}
+	tally := s.tally(pol.statsBuckets, stats.New, n)
 	capture := &writer.Capture{
 		Prefix: prefix,
 		Records: []writer.Record{{
