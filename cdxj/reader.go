@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Limits that keep memory bounded whatever the file holds.
@@ -53,7 +54,7 @@ type httpHead struct {
 type headers map[string]string
 
 func (h headers) add(name, value string) {
-	if !validToken(name) || !validValue(value) {
+	if !httpguts.ValidHeaderFieldName(name) || !validValue(value) {
 		return // Headers.append throws; warcio.js drops the field
 	}
 	if hasNonLatin1(value) {
@@ -89,22 +90,6 @@ func latin1Chars(s string) string {
 		b.WriteRune(rune(s[i]))
 	}
 	return b.String()
-}
-
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			continue
-		}
-		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
 }
 
 func validValue(s string) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Header fields the pool writes itself; Record.Fields must not repeat them.
@@ -41,7 +42,7 @@ func checkCapture(c *Capture) error {
 }
 
 func checkRecord(r *Record) error {
-	if r.Type == "" || !isToken(r.Type) {
+	if !httpguts.ValidHeaderFieldName(r.Type) {
 		return fmt.Errorf("invalid WARC-Type %q", r.Type)
 	}
 	if r.ID != "" && (!strings.HasPrefix(r.ID, "<") || !strings.HasSuffix(r.ID, ">") || len(r.ID) < 3) {
@@ -75,7 +76,7 @@ func checkRecord(r *Record) error {
 }
 
 func checkFieldName(name string) error {
-	if name == "" || !isToken(name) {
+	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("invalid header field name %q", name)
 	}
 	return nil
@@ -90,20 +91,6 @@ func checkValue(v string) error {
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // header is the part of a record header that is not in Record: what the

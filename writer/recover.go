@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/klauspost/compress/gzip"
+	"golang.org/x/net/http/httpguts"
 )
 
 // openSuffix marks a WARC file that is still being written.
@@ -465,7 +466,7 @@ func (s *recordScanner) record(br *bufio.Reader) error {
 			continue
 		}
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !isToken(string(line[:colon])) {
+		if colon <= 0 || !httpguts.ValidHeaderFieldName(string(line[:colon])) {
 			return badRecord("header: bad field line")
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")

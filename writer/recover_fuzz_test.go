@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http/httpguts"
 )
 
 // FuzzRecover feeds arbitrary bytes to Recover as an open .warc.gz or
@@ -154,7 +155,7 @@ func refRecord(p []byte) (int, bool) {
 			continue
 		}
 		name, value, ok := bytes.Cut(l, []byte(":"))
-		if !ok || len(name) == 0 || len(name) >= maxKeptLine || !isToken(string(name)) {
+		if !ok || len(name) == 0 || len(name) >= maxKeptLine || !httpguts.ValidHeaderFieldName(string(name)) {
 			return 0, false
 		}
 		field, lastWasLength = true, false

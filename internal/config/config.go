@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/store"
 )
@@ -258,7 +260,7 @@ func (c Config) Validate() error {
 		bad("fetch-timeout", "must not be negative (0 turns it off), got %s", c.FetchTimeout)
 	}
 	for _, m := range c.MethodFilter {
-		if !isToken(m) {
+		if !httpguts.ValidHeaderFieldName(m) {
 			bad("method-filter", "%q is not an HTTP method (give one method per flag: --method-filter GET --method-filter POST)", m)
 		}
 	}
@@ -301,22 +303,4 @@ func checkFilenameTemplate(t string) error {
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), the
-// syntax of a method.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			continue
-		}
-		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
 }
