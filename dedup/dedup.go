@@ -126,32 +126,3 @@ func storageKey(k Key) string {
 	}
 	return d + "|" + k.Bucket
 }
-
-// closeGuard makes a backend's operations fail with ErrClosed after Close
-// and lets Close wait for the operations in progress.
-type closeGuard struct {
-	mu     sync.RWMutex
-	closed bool
-}
-
-// enter starts an operation; call the returned func when it ends.
-func (g *closeGuard) enter() (leave func(), err error) {
-	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
-		return nil, ErrClosed
-	}
-	return g.mu.RUnlock, nil
-}
-
-// close marks the backend closed once the operations in progress ended; it
-// reports whether this call closed it (false for a second Close).
-func (g *closeGuard) close() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return false
-	}
-	g.closed = true
-	return true
-}

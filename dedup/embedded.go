@@ -25,7 +25,7 @@ var boltBucket = []byte("dedup")
 type embeddedStore struct {
 	db      *bolt.DB
 	release func() error
-	guard   closeGuard
+	guard   store.Guard
 }
 
 var _ Store = (*embeddedStore)(nil)
@@ -50,14 +50,11 @@ func openEmbedded(spec store.Spec, h *store.Handles) (Store, error) {
 // Lookup implements Store. A stored value that does not parse counts as
 // not found (the next save of its key replaces it).
 func (s *embeddedStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error) {
-	leave, err := s.guard.enter()
+	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	out := make([]*Entry, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -92,14 +89,11 @@ func (s *embeddedStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error
 
 // Save implements Store.
 func (s *embeddedStore) Save(ctx context.Context, items []Item) error {
-	leave, err := s.guard.enter()
+	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if len(items) == 0 {
 		return nil
 	}
@@ -128,8 +122,5 @@ func (s *embeddedStore) Save(ctx context.Context, items []Item) error {
 // Close implements Store: it releases the shared bbolt handle (the file
 // closes with its last user).
 func (s *embeddedStore) Close() error {
-	if !s.guard.close() {
-		return nil
-	}
-	return s.release()
+	return s.guard.Close(s.release)
 }

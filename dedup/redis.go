@@ -21,7 +21,7 @@ type redisStore struct {
 	c       redis.UniversalClient
 	prefix  string
 	release func() error
-	guard   closeGuard
+	guard   store.Guard
 }
 
 var _ Store = (*redisStore)(nil)
@@ -40,14 +40,11 @@ func (s *redisStore) key(k Key) string { return s.prefix + storageKey(k) }
 // Lookup implements Store: the batch is one pipeline of GETs. A stored
 // value that does not parse counts as not found.
 func (s *redisStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error) {
-	leave, err := s.guard.enter()
+	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	out := make([]*Entry, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -78,14 +75,11 @@ func (s *redisStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error) {
 // Save implements Store: the batch is one pipeline of SETs, sent in order,
 // so the last item for a key wins.
 func (s *redisStore) Save(ctx context.Context, items []Item) error {
-	leave, err := s.guard.enter()
+	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if len(items) == 0 {
 		return nil
 	}
@@ -112,8 +106,5 @@ func (s *redisStore) Save(ctx context.Context, items []Item) error {
 // Close implements Store: it releases the shared client (closed with its
 // last user).
 func (s *redisStore) Close() error {
-	if !s.guard.close() {
-		return nil
-	}
-	return s.release()
+	return s.guard.Close(s.release)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -31,8 +30,7 @@ type BoltStore struct {
 	db      *bolt.DB
 	release func() error
 
-	mu     sync.RWMutex // held (read) by operations, (write) by Close
-	closed bool
+	guard store.Guard
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -44,16 +42,13 @@ func NewBoltStore(db *bolt.DB, release func() error) *BoltStore {
 
 // Add adds the increments in one write transaction.
 func (s *BoltStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
-	if err := ctx.Err(); err != nil {
+	leave, err := s.guard.Enter(ctx, ErrClosed)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
+	defer leave()
 	out := make(map[string]Bucket, len(deltas))
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(boltBucket))
 		if err != nil {
 			return err
@@ -83,16 +78,13 @@ func (s *BoltStore) Add(ctx context.Context, deltas map[string]Bucket) (map[stri
 
 // Get reads the named buckets in one read transaction.
 func (s *BoltStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
-	if err := ctx.Err(); err != nil {
+	leave, err := s.guard.Enter(ctx, ErrClosed)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
+	defer leave()
 	out := make(map[string]Bucket, len(names))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(boltBucket))
 		if b == nil {
 			return nil
@@ -121,16 +113,7 @@ func (s *BoltStore) Get(ctx context.Context, names []string) (map[string]Bucket,
 
 // Close releases the file (it stays open while dedup still uses it).
 func (s *BoltStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.release == nil {
-		return nil
-	}
-	return s.release()
+	return s.guard.Close(s.release)
 }
 
 // decodeDoc parses a stored document; nil is an empty bucket.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,8 +29,7 @@ type RedisStore struct {
 	prefix  string
 	release func() error
 
-	mu     sync.RWMutex // held (read) by operations, (write) by Close
-	closed bool
+	guard store.Guard
 }
 
 var (
@@ -64,18 +62,18 @@ return r`
 // Add runs HINCRBY on each counter of each bucket, a bucket's six in one
 // script call, all buckets in one pipeline (one round trip per node).
 func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
+	leave, err := s.guard.Enter(ctx, ErrClosed)
+	if err != nil {
+		return nil, err
 	}
+	defer leave()
 	if len(deltas) == 0 {
 		return map[string]Bucket{}, nil
 	}
 	names := make([]string, 0, len(deltas))
 	cmds := make([]*redis.Cmd, 0, len(deltas))
 	fields := fieldNames()
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for name, d := range deltas {
 			args := make([]any, 0, 2*len(fields))
 			for i, v := range d.fields() {
@@ -106,17 +104,17 @@ func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[str
 
 // Get reads the named buckets with one HGETALL each, in one round trip.
 func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
+	leave, err := s.guard.Enter(ctx, ErrClosed)
+	if err != nil {
+		return nil, err
 	}
+	defer leave()
 	out := make(map[string]Bucket, len(names))
 	if len(names) == 0 {
 		return out, nil
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(names))
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, name := range names {
 			cmds[i] = p.HGetAll(ctx, s.Key(name))
 		}
@@ -150,14 +148,5 @@ func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket
 
 // Close releases the client (it stays open while dedup still uses it).
 func (s *RedisStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.release == nil {
-		return nil
-	}
-	return s.release()
+	return s.guard.Close(s.release)
 }
