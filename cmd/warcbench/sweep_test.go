@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,18 +17,7 @@ import (
 var proxyBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	bin, cleanup, err := gobuild.Binary("github.com/warcproxy/warcproxy/cmd/warcproxy")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	proxyBin = bin
-	return m.Run()
+	os.Exit(gobuild.RunWith(m, "github.com/warcproxy/warcproxy/cmd/warcproxy", &proxyBin))
 }
 
 func readCSV(t *testing.T, path string) [][]string {

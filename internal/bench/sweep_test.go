@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,18 +19,7 @@ import (
 var proxyBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	bin, cleanup, err := gobuild.Binary("github.com/warcproxy/warcproxy/cmd/warcproxy")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	proxyBin = bin
-	return m.Run()
+	os.Exit(gobuild.RunWith(m, "github.com/warcproxy/warcproxy/cmd/warcproxy", &proxyBin))
 }
 
 func tinySweep(t *testing.T) SweepConfig {

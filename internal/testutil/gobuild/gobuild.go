@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // Binary builds pkg (e.g. "github.com/warcproxy/warcproxy/cmd/warcproxy")
@@ -25,4 +26,17 @@ func Binary(pkg string) (string, func(), error) {
 		return "", nil, fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 	}
 	return bin, cleanup, nil
+}
+
+// RunWith builds pkg, stores the binary's path in *bin, runs the tests and
+// removes the binary: the whole body of a TestMain whose tests run it.
+func RunWith(m *testing.M, pkg string, bin *string) int {
+	path, cleanup, err := Binary(pkg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*bin = path
+	return m.Run()
 }
