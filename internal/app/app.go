@@ -172,15 +172,23 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	// Files a crashed run left open-named are cut back to their last whole
 	// record and closed before the pool writes into the directory; those a
 	// live process holds (a second instance on the same --dir) are left alone.
+	// If New fails from here on, undo what it built, in reverse order.
 	built := false
 	defer func() {
-		if !built && a.indexer != nil {
-			close(a.indexer.files) // New failed: stop the indexer goroutine
+		if built {
+			return
 		}
+		_ = a.closeBackends(context.Background())
+		if a.Pool != nil {
+			_ = a.closePool(context.Background())
+		}
+		if a.indexer != nil {
+			close(a.indexer.files)
+		}
+		ln.Close()
 	}()
 	recovered, err := writer.Recover(cfg.Dir, logger.With("component", "writer"))
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	onClose := a.onClose()
@@ -214,13 +222,9 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		Registerer:       reg,
 	}, logger.With("component", "writer"))
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	if err := a.openBackends(port); err != nil {
-		_ = a.closeBackends(context.Background())
-		_ = a.closePool(context.Background())
-		ln.Close()
 		return nil, err
 	}
 	popts := proxy.Options{
@@ -265,9 +269,6 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	popts.DenyPrivateTargets = cfg.DenyPrivateTargets
 	popts.NoLocalEndpoints = cfg.MetricsAddress != ""
 	if popts.ProxyAuth, err = proxyAuth(cfg); err != nil {
-		_ = a.closeBackends(context.Background())
-		_ = a.closePool(context.Background())
-		ln.Close()
 		return nil, err
 	}
 	if len(popts.ProxyAuth) == 0 && !isLoopback(cfg.Address) {
@@ -277,9 +278,6 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	}
 	a.Proxy, err = proxy.New(popts, logger.With("component", "proxy"))
 	if err != nil {
-		_ = a.closeBackends(context.Background())
-		_ = a.closePool(context.Background())
-		ln.Close()
 		return nil, err
 	}
 	a.rates = rates.New(a.rateSample)
@@ -297,9 +295,6 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	}
 	if cfg.MetricsAddress != "" {
 		if a.mln, err = net.Listen("tcp", cfg.MetricsAddress); err != nil {
-			_ = a.closeBackends(context.Background())
-			_ = a.closePool(context.Background())
-			ln.Close()
 			return nil, fmt.Errorf("listening for metrics: %w", err)
 		}
 		mux := http.NewServeMux()
