@@ -952,7 +952,7 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	wire := ex.resEnd - ex.resStart
 	if !archive {
 		s.count(notArchived)
-		s.tally(ex.statsBuckets, stats.NotWritten, wire).written()
+		s.tally(ex.statsBuckets, stats.NotWritten, wire).Written()
 		s.logCrawl(s.crawlEntry(ex, nil, false))
 		return false
 	}
@@ -977,11 +977,11 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 		// seconds_behind).
 		defer s.activeSet.remove(&ex.active)
 		if err != nil {
-			tally.cancel()
+			tally.Cancel()
 			release(err)
 			return
 		}
-		tally.written()
+		tally.Written()
 		if s.metrics != nil {
 			s.metrics.captured(ex.start)
 		}
@@ -996,7 +996,7 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 	// forced shutdown: what was read is still written, marked truncated.
 	// Only a pool that is closed refuses.
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
-		tally.cancel()
+		tally.Cancel()
 		s.count(failed)
 		s.logger.Error("capture not archived: writer queue refused it", "url", ex.targetURI, "err", err)
 		return false
@@ -1029,27 +1029,13 @@ func (s *Server) toRevisit(ex *exchange, c *writer.Capture, original *dedup.Entr
 	return nil
 }
 
-// statsTally wraps a stats tally so that a proxy without stats needs no
-// checks.
-type statsTally struct{ t *stats.Tally }
-
-func (x statsTally) written() {
-	if x.t != nil {
-		x.t.Written()
-	}
-}
-
-func (x statsTally) cancel() {
-	if x.t != nil {
-		x.t.Cancel()
-	}
-}
-
-func (s *Server) tally(buckets []string, o stats.Outcome, wire int64) statsTally {
+// tally counts a capture in its stats buckets; nil without stats (a nil
+// *stats.Tally's Written and Cancel do nothing).
+func (s *Server) tally(buckets []string, o stats.Outcome, wire int64) *stats.Tally {
 	if s.opts.Stats == nil {
-		return statsTally{}
+		return nil
 	}
-	return statsTally{s.opts.Stats.Tally(buckets, o, wire)}
+	return s.opts.Stats.Tally(buckets, o, wire)
 }
 
 // upstreamError answers the client when the origin could not be reached or

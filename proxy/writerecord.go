@@ -63,7 +63,7 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 	if prefix == "-" {
 		n, _ := io.Copy(io.Discard, r.Body)
 		s.count(notArchived)
-		s.tally(pol.statsBuckets, stats.NotWritten, n).written()
+		s.tally(pol.statsBuckets, stats.NotWritten, n).Written()
 		logLine(0, n, "", "", 0) // as warcprox: nothing recorded, so no payload
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -110,14 +110,14 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 	capture.Done = func(err error) {
 		rec.close()
 		if err != nil {
-			tally.cancel()
+			tally.Cancel()
 			return
 		}
-		tally.written()
+		tally.Written()
 		logLine(n, n, blockDigest, filepath.Base(capture.File), capture.Offset)
 	}
 	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
-		tally.cancel()
+		tally.Cancel()
 		if !errors.Is(err, writer.ErrClosed) {
 			// The writer refused the record itself (a WARC-Type that is
 			// not a token, a URI with control characters).
