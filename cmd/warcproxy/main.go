@@ -1,6 +1,7 @@
 // Command warcproxy is a forward HTTP/HTTPS proxy that records every
 // exchange into WARC files. This file only wires: flags, components, run,
-// exit code (1 runtime failure, 2 bad flags or config).
+// exit code (1 runtime failure, 2 bad flags or config). `warcproxy
+// healthcheck [URL]` (healthcheck.go) is the one subcommand.
 package main
 
 import (
@@ -28,6 +29,9 @@ func main() {
 }
 
 func realMain(args []string) int {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return healthcheckCommand(args[1:], os.Stderr)
+	}
 	cfg, err := config.Parse(args, os.Stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -18,7 +18,8 @@ func Usage(w io.Writer) {
 	c := Default()
 	var sh logShorthands
 	var b strings.Builder
-	b.WriteString("Usage: warcproxy [flags]\n\n")
+	b.WriteString("Usage: warcproxy [flags]\n")
+	b.WriteString("       warcproxy healthcheck [URL]\n\n")
 	b.WriteString("warcproxy is an HTTP/HTTPS proxy that records the traffic through it in WARC files.\n")
 	for _, g := range groups(&c, &sh) {
 		fmt.Fprintf(&b, "\n%s:\n", g.title)
@@ -35,6 +36,10 @@ Durations: a Go duration (90s, 2m, 1h30m) or a number of seconds (60, 0.5).
 Sizes: bytes (1000000000), or a number and a unit, KB MB GB TB (powers of 1000)
 or KiB MiB GiB TiB (powers of 1024), any case: 512KiB, 1GB, 1.5GiB.
 A setting given as a flag overrides --config.file, which overrides the default.
+
+warcproxy healthcheck [URL] exits 0 if URL answers 200 within 4s, else prints
+why and exits 1; URL defaults to http://127.0.0.1:9100/status and no proxy is
+used. For container healthchecks in images without a shell.
 `)
 	fmt.Fprint(w, b.String())
 }
