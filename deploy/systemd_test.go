@@ -75,3 +75,37 @@ func TestSystemdUnit(t *testing.T) {
 	require.Contains(t, u["RestrictAddressFamilies"][0], "AF_NETLINK", "the loop check lists the host's addresses")
 	require.NotContains(t, u, "ProcSubset", "Go reads /proc/sys/net/core/somaxconn")
 }
+
+// TestSystemdSysctl: every key in 60-warcproxy.conf is in the README's
+// table with the same value, and fs.file-max stays out: systemd and the
+// kernel's RAM-based default usually put it higher than any fixed value,
+// so setting it would lower it (seen under systemd 252: 2466170 on a 24 GB
+// host against the 2097152 the file once set).
+func TestSystemdSysctl(t *testing.T) {
+	data, err := os.ReadFile("systemd/60-warcproxy.conf")
+	require.NoError(t, err)
+	conf := map[string]string{}
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		require.True(t, ok, "line %q", l)
+		conf[strings.TrimSpace(k)] = strings.Join(strings.Fields(v), " ")
+	}
+	require.NotEmpty(t, conf)
+	require.NotContains(t, conf, "fs.file-max", "a fixed fs.file-max lowers systemd's maximum")
+
+	readme, err := os.ReadFile("systemd/README.md")
+	require.NoError(t, err)
+	table := map[string]string{}
+	for _, l := range strings.Split(string(readme), "\n") {
+		cells := strings.Split(l, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		table[strings.Trim(strings.TrimSpace(cells[1]), "`")] = strings.TrimSpace(cells[2])
+	}
+	require.Equal(t, conf, table, "60-warcproxy.conf against the README's table")
+}
