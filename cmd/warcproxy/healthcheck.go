@@ -64,6 +64,11 @@ func healthcheck(ctx context.Context, target string, timeout time.Duration) erro
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("GET %s: no answer within %s", target, timeout)
 		}
+		// *url.Error would repeat the method and URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("GET %s: %w", target, err)
 	}
 	defer resp.Body.Close()
