@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -110,10 +111,11 @@ type Server struct {
 	up      *upstream
 	tlsCfg  *tls.Config
 
-	outer, inner *http.Server
-	ll           atomic.Pointer[limitListener]
-	innerLn      *chanListener
-	addr         atomic.Pointer[net.TCPAddr] // set by Serve
+	outer, inner  *http.Server
+	ll            atomic.Pointer[limitListener]
+	innerLn       *chanListener
+	addr          atomic.Pointer[net.TCPAddr] // set by Serve
+	selfCheckWarn sync.Once                   // isSelfAddr's one log line
 
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
@@ -162,12 +164,13 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 		opts.MaxHeaderBytes = 4 << 20
 	}
 	s := &Server{
-		opts:      opts,
-		logger:    logger,
-		up:        newUpstream(opts.SocketTimeout, opts.VerifyUpstreamTLS, opts.DenyPrivateTargets),
+		opts:   opts,
+		logger: logger,
+
 		splices:   make(map[net.Conn]struct{}),
 		startTime: time.Now(),
 	}
+	s.up = newUpstream(opts.SocketTimeout, opts.VerifyUpstreamTLS, opts.DenyPrivateTargets, s.selfTarget)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	if opts.Registerer != nil {
 		var err error
@@ -520,46 +523,95 @@ func withPort(authority, scheme string) (hostport, host string) {
 	return net.JoinHostPort(host, port), host
 }
 
-// isSelf reports whether hostport names this proxy's own listening socket.
+// isSelf reports whether hostport, as the client wrote it, names this
+// proxy's own listening socket. Names other than localhost are not
+// resolved here: the dialer checks the address they resolve to
+// (selfTarget), so a name that points back at the proxy is refused there.
 func (s *Server) isSelf(hostport string) bool {
-	addr := s.addr.Load()
-	if addr == nil {
-		return false
-	}
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return false
 	}
-	if n, err := strconv.Atoi(port); err != nil || n != addr.Port { // "08000" is port 8000 too
+	n, err := strconv.Atoi(port) // "08000" is port 8000 too
+	if err != nil {
 		return false
 	}
 	host = strings.TrimSuffix(host, ".")
 	if strings.EqualFold(host, "localhost") {
-		return addr.IP.IsLoopback() || addr.IP.IsUnspecified()
+		addr := s.addr.Load()
+		return addr != nil && n == addr.Port && (addr.IP.IsLoopback() || addr.IP.IsUnspecified())
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return false
-	}
-	if ip4 := ip.To4(); ip4 != nil {
-		ip = ip4
-	}
-	// Connecting to 0.0.0.0 or :: reaches this host's own listeners.
-	return ip.Equal(addr.IP) || ip.IsUnspecified() ||
-		(addr.IP.IsUnspecified() && (ip.IsLoopback() || isLocalIP(ip)))
-}
-
-func isLocalIP(ip net.IP) bool {
-	addrs, err := net.InterfaceAddrs()
+	ip, err := netip.ParseAddr(host)
 	if err != nil {
 		return false
 	}
+	self, _ := s.isSelfAddr(netip.AddrPortFrom(ip, uint16(n)))
+	return self
+}
+
+// interfaceAddrs lists the host's addresses (a variable for tests).
+var interfaceAddrs = net.InterfaceAddrs
+
+// errSelfTarget is a dial to the proxy's own listening socket.
+var errSelfTarget = errors.New("refusing to connect to the proxy itself")
+
+// selfTarget is the dialer's check on the address a target resolved to:
+// connecting to the proxy's own socket would record the proxy answering
+// itself (or loop). It fails closed when the host's addresses cannot be
+// listed, saying why.
+func (s *Server) selfTarget(address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return nil
+	}
+	self, err := s.isSelfAddr(ap)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: cannot tell whether %s is this proxy: %v", errSelfTarget, ap, err)
+	case self:
+		return fmt.Errorf("%w (%s)", errSelfTarget, ap)
+	}
+	return nil
+}
+
+// isSelfAddr reports whether ap is an address of this proxy's listening
+// socket. When the proxy listens on every interface, that takes the
+// host's address list; an error says it could not be read (for example
+// under a sandbox that forbids netlink sockets), and is logged once.
+func (s *Server) isSelfAddr(ap netip.AddrPort) (bool, error) {
+	addr := s.addr.Load()
+	if addr == nil || int(ap.Port()) != addr.Port {
+		return false, nil
+	}
+	ip := ap.Addr().Unmap()
+	listen, _ := netip.AddrFromSlice(addr.IP)
+	listen = listen.Unmap()
+	// Connecting to 0.0.0.0 or :: reaches this host's own listeners.
+	if ip == listen || ip.IsUnspecified() {
+		return true, nil
+	}
+	if !listen.IsUnspecified() {
+		return false, nil
+	}
+	if ip.IsLoopback() {
+		return true, nil
+	}
+	addrs, err := interfaceAddrs()
+	if err != nil {
+		err = fmt.Errorf("listing this host's addresses: %w", err)
+		s.selfCheckWarn.Do(func() {
+			s.logger.Error("cannot list this host's addresses: requests to this host's own addresses on the proxy's port are refused, since they may loop back to the proxy (under systemd, RestrictAddressFamilies needs AF_NETLINK)", "err", err)
+		})
+		return false, err
+	}
 	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
+		if n, ok := a.(*net.IPNet); ok {
+			if local, ok := netip.AddrFromSlice(n.IP); ok && local.Unmap() == ip {
+				return true, nil
+			}
 		}
 	}
-	return false
+	return false, nil
 }
 
 // warcproxMeta reads the crawler's Warcprox-Meta header, if any, and
@@ -1063,7 +1115,7 @@ func classifyUpstreamError(err error) (status int, phrase, kind string) {
 	var ne net.Error
 	var cbe *clientBodyError
 	switch {
-	case errors.Is(err, errPrivateTarget):
+	case errors.Is(err, errPrivateTarget), errors.Is(err, errSelfTarget):
 		return http.StatusForbidden, "refused", "denied"
 	case errors.As(err, &cbe):
 		if errors.As(err, &ne) && ne.Timeout() {

@@ -52,7 +52,9 @@ type upstream struct {
 	closed    bool
 }
 
-func newUpstream(socketTimeout time.Duration, verifyTLS, denyPrivate bool) *upstream {
+// newUpstream returns the dialer side. self, if not nil, vets every address
+// dialed (after name resolution) before connecting.
+func newUpstream(socketTimeout time.Duration, verifyTLS, denyPrivate bool, self func(address string) error) *upstream {
 	suites := []uint16{}
 	for _, s := range tls.CipherSuites() {
 		suites = append(suites, s.ID)
@@ -64,13 +66,18 @@ func newUpstream(socketTimeout time.Duration, verifyTLS, denyPrivate bool) *upst
 		}
 	}
 	dialer := net.Dialer{Timeout: socketTimeout, KeepAlive: 30 * time.Second}
-	if denyPrivate {
-		// Checked on the address actually dialed, after name resolution,
-		// so a name that resolves (or rebinds) to a private address is
-		// refused too.
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
+	// Checked on the address actually dialed, after name resolution, so a
+	// name that resolves (or rebinds) to a refused address is caught too.
+	dialer.Control = func(_, address string, _ syscall.RawConn) error {
+		if self != nil {
+			if err := self(address); err != nil {
+				return err
+			}
+		}
+		if denyPrivate {
 			return checkTarget(address)
 		}
+		return nil
 	}
 	return &upstream{
 		dialer:        dialer,

@@ -46,7 +46,7 @@ func FuzzUpstreamResponse(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	u := newUpstream(time.Second, false, false)
+	u := newUpstream(time.Second, false, false, nil)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conn := &scriptedConn{r: bytes.NewReader(data)}
 		c := u.newUconn("fuzz", conn, conn)
