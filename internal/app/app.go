@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -145,7 +146,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)))
+	ln, err := net.Listen(listenNetwork(cfg.Address), net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listening: %w", err)
 	}
@@ -294,7 +295,8 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 			func() float64 { return g.rate(a.rates.Over(time.Minute)) }))
 	}
 	if cfg.MetricsAddress != "" {
-		if a.mln, err = net.Listen("tcp", cfg.MetricsAddress); err != nil {
+		host, _, _ := net.SplitHostPort(cfg.MetricsAddress)
+		if a.mln, err = net.Listen(listenNetwork(host), cfg.MetricsAddress); err != nil {
 			return nil, fmt.Errorf("listening for metrics: %w", err)
 		}
 		mux := http.NewServeMux()
@@ -537,4 +539,15 @@ func (a *App) status(st map[string]any) {
 	if a.Stats != nil {
 		st["stats"] = a.Stats.Status()
 	}
+}
+
+// listenNetwork is "tcp4" for an IPv4 address: Go's "tcp" on 0.0.0.0 opens
+// a dual-stack socket, which would also accept IPv6 clients an operator
+// who wrote 0.0.0.0 (and firewalled IPv4) did not mean to serve. "::" and
+// names keep "tcp".
+func listenNetwork(host string) string {
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Is4() {
+		return "tcp4"
+	}
+	return "tcp"
 }

@@ -36,7 +36,7 @@ func groups(c *Config, sh *logShorthands) []group {
 	return []group{
 		{"Listener", []*option{
 			{name: "address", aliases: []string{"b"}, metavar: "host", inFile: true, value: stringValue{&c.Address},
-				help: `Address to listen on; "" or 0.0.0.0 listens on every interface.`},
+				help: `Address to listen on; 0.0.0.0 listens on every IPv4 interface, "" or :: on every IPv4 and IPv6 one.`},
 			{name: "port", aliases: []string{"p"}, metavar: "int", inFile: true, value: intValue{&c.Port},
 				help: "Port to listen on; 0 picks a free one."},
 			{name: "metrics-address", metavar: "host:port", inFile: true, value: stringValue{&c.MetricsAddress},
