@@ -1,6 +1,7 @@
 # warcproxy: build, run and check.
 #
 #   make build   bin/warcproxy and bin/warcbench, version from `git describe`
+#   make image   the container image warcproxy:VERSION (deploy/docker/Dockerfile)
 #   make run     build, then proxy on 127.0.0.1:8000 writing into ./warcs
 #   make test    go vet, then every test with the race detector (what CI runs)
 #   make bench   benchmarks only
@@ -23,11 +24,16 @@ FUZZTIME ?= 60s
 # the product's go.mod.
 TOOL := $(GO) tool -modfile=tools/go.mod
 
-.PHONY: build run test bench fuzz lint check clean
+.PHONY: build image run test bench fuzz lint check clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/warcproxy ./cmd/warcproxy
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/warcbench ./cmd/warcbench
+
+# BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1 before)
+# for the Dockerfile's cache mounts.
+image:
+	DOCKER_BUILDKIT=1 docker build -f deploy/docker/Dockerfile --build-arg VERSION=$(VERSION) -t warcproxy:$(VERSION) -t warcproxy .
 
 run: build
 	./bin/warcproxy --address 127.0.0.1 --port 8000 --dir ./warcs
