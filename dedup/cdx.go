@@ -1,0 +1,556 @@
+package dedup
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults for the zero fields of CDXOptions. MaxConcurrent is warcprox's
+// --cdxserver-dedup-max-threads default, Timeout its fixed request timeout
+// and CacheSize its lookup cache.
+const (
+	DefaultCDXMaxConcurrent = 50
+	DefaultCDXTimeout       = 2 * time.Second
+	DefaultCDXCacheSize     = 1024
+	DefaultCDXMaxAnswer     = 1 << 20
+)
+
+// cdxErrLogInterval spaces out the log lines about failing CDX lookups.
+const cdxErrLogInterval = 10 * time.Second
+
+// CDXOptions configure a CDX client; a zero field takes its default.
+type CDXOptions struct {
+	// URL is the CDX API endpoint, as given to warcprox's
+	// --cdxserver-dedup (e.g. https://web.archive.org/cdx/search). Query
+	// parameters already in it are kept.
+	URL string
+	// Cookies, if set, is sent as the Cookie header of every request
+	// (--cdxserver-dedup-cookies).
+	Cookies string
+	// MaxConcurrent caps the requests in flight (default 50); a lookup
+	// waits for a free slot within its Timeout.
+	MaxConcurrent int
+	// Timeout bounds a whole lookup: waiting for a slot, connecting,
+	// sending and reading the answer (default 2s).
+	Timeout time.Duration
+	// CacheSize is how many answers (hit or miss, by URL and digest) are
+	// remembered (default 1024); negative turns the cache off.
+	CacheSize int
+	// MaxAnswer caps the bytes read of one answer (default 1 MiB); a longer
+	// one is an error.
+	MaxAnswer int64
+	// UserAgent is sent with every request (default "warcproxy").
+	UserAgent string
+}
+
+func (o CDXOptions) withDefaults() (CDXOptions, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return o, fmt.Errorf("cdx server URL %q: want http:// or https:// and a host", o.URL)
+	}
+	if o.MaxConcurrent < 0 || o.Timeout < 0 || o.MaxAnswer < 0 {
+		return o, fmt.Errorf("dedup: negative CDX option in %+v", o)
+	}
+	if strings.ContainsAny(o.Cookies, "\r\n") {
+		return o, errors.New("cdx server cookies must not contain line breaks")
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = DefaultCDXMaxConcurrent
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultCDXTimeout
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCDXCacheSize
+	}
+	if o.MaxAnswer == 0 {
+		o.MaxAnswer = DefaultCDXMaxAnswer
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "warcproxy"
+	}
+	return o, nil
+}
+
+// CDX looks payloads up in an existing archive through its CDX server, as
+// warcprox's --cdxserver-dedup does: for a capture of URL with payload
+// digest D it asks for the newest capture of URL that is not a revisit,
+// and if that capture's digest is D the capture is a duplicate of it.
+// Dedup buckets play no part and nothing is ever saved: the archive's index
+// is read only.
+//
+// The request is warcprox's: GET URL?url=...&fl=timestamp,digest&
+// filter=!mimetype:warc/revisit&limit=-1, whose answer is one line
+// "TIMESTAMP DIGEST" (or none). Lines in pywb's CDXJ form
+// ("URLKEY TIMESTAMP {json}") and NDJSON ({json} with timestamp and digest)
+// are understood too.
+//
+// A CDX server that fails in any way (down, slow, 5xx, an answer that does
+// not parse or is too long) makes the lookup a miss within Timeout: the
+// capture is then written in full. Each failure is counted, and logged at
+// most once per 10 s.
+//
+// Only SHA-1 digests can be compared: that is what CDX servers index. The
+// digest may be base32 (the default) or hex, on either side.
+type CDX struct {
+	opts   CDXOptions
+	base   *url.URL
+	client *http.Client
+	slots  chan struct{}
+	cache  *answerCache
+	log    *slog.Logger
+	m      *cdxMetrics
+
+	logMu      sync.Mutex
+	lastErrLog time.Time
+	unlogged   int
+
+	hits, misses, skipped, errs atomic.Uint64
+	cacheHits                   atomic.Uint64
+}
+
+// NewCDX returns a client of the CDX server o.URL. logger is used as given
+// (scope it with component=dedup); logger and reg may be nil.
+func NewCDX(o CDXOptions, logger *slog.Logger, reg prometheus.Registerer) (*CDX, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(o.URL)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dialer := &net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 nil, // never an environment proxy
+		DialContext:           dialer.DialContext,
+		MaxIdleConns:          o.MaxConcurrent,
+		MaxIdleConnsPerHost:   o.MaxConcurrent,
+		MaxConnsPerHost:       o.MaxConcurrent,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   o.Timeout,
+		ResponseHeaderTimeout: o.Timeout,
+		ForceAttemptHTTP2:     true,
+	}
+	c := &CDX{
+		opts:   o,
+		base:   base,
+		client: &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		slots:  make(chan struct{}, o.MaxConcurrent),
+		log:    logger,
+	}
+	if o.CacheSize > 0 {
+		c.cache = newAnswerCache(o.CacheSize)
+	}
+	c.m = newCDXMetrics(c)
+	if reg != nil {
+		if err := reg.Register(c.m); err != nil {
+			return nil, fmt.Errorf("registering CDX dedup metrics: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// noRedirects makes a redirect an answer of its own (an error: not 200), so
+// a lookup never leaves the configured server.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Close releases idle connections.
+func (c *CDX) Close() error {
+	if c != nil {
+		c.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+// sessionMarkers make a URL too volatile to look up (warcprox skips them).
+var sessionMarkers = []string{"JSESSIONID=", "session=", "sess="}
+
+// cdxError is a failed lookup and why, for the errors metric.
+type cdxError struct {
+	reason string
+	err    error
+}
+
+func (e *cdxError) Error() string { return "cdx server lookup: " + e.reason + ": " + e.err.Error() }
+func (e *cdxError) Unwrap() error { return e.err }
+
+// Reasons a CDX lookup fails; the values of the errors metric's label.
+const (
+	reasonBusy      = "busy"       // no request slot free within the timeout
+	reasonTimeout   = "timeout"    // the server did not answer in time
+	reasonConnect   = "connect"    // connecting or talking to it failed
+	reasonStatus    = "status"     // it answered something other than 200
+	reasonBadAnswer = "bad_answer" // the answer does not parse
+	reasonTooLarge  = "too_large"  // the answer is longer than MaxAnswer
+	reasonDigest    = "digest"     // the capture's digest is not SHA-1
+)
+
+var cdxReasons = []string{reasonBusy, reasonTimeout, reasonConnect, reasonStatus, reasonBadAnswer, reasonTooLarge, reasonDigest}
+
+// Lookup asks the CDX server whether the newest capture of uri has the
+// payload digest digest ("sha1:BASE32" or "sha1:hex", as the proxy writes
+// WARC-Payload-Digest). A hit is an Entry with the URL and the capture's
+// date (WARC-Date form) and no record ID, which a CDX server does not
+// know. An error means the server could not say (it has been counted and
+// logged): treat it as a miss.
+func (c *CDX) Lookup(ctx context.Context, digest, uri string) (*Entry, error) {
+	if uri == "" || containsAny(uri, sessionMarkers) {
+		c.skipped.Add(1)
+		return nil, nil
+	}
+	want, ok := sha1Base32(digest)
+	if !ok {
+		return nil, c.fail(uri, &cdxError{reasonDigest, fmt.Errorf("%q is not a SHA-1 digest", digest)})
+	}
+	key := uri + " " + want
+	if e, found := c.cache.get(key); found {
+		c.cacheHits.Add(1)
+		return c.answer(e), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, c.fail(uri, &cdxError{reasonBusy, fmt.Errorf("%d requests in flight: %w", c.opts.MaxConcurrent, ctx.Err())})
+	}
+	start := time.Now()
+	line, err := c.query(ctx, uri)
+	<-c.slots
+	c.m.duration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return nil, c.fail(uri, err)
+	}
+	var e *Entry
+	if line != nil {
+		ts, got, err := parseCDXLine(line)
+		if err != nil {
+			return nil, c.fail(uri, &cdxError{reasonBadAnswer, err})
+		}
+		if g, ok := sha1Base32(got); ok && g == want {
+			e = &Entry{URL: uri, Date: ts.Format("2006-01-02T15:04:05Z")}
+		}
+	}
+	c.cache.put(key, e)
+	return c.answer(e), nil
+}
+
+// answer counts a definite answer and returns a copy the caller may keep.
+func (c *CDX) answer(e *Entry) *Entry {
+	if e == nil {
+		c.misses.Add(1)
+		return nil
+	}
+	c.hits.Add(1)
+	cp := *e
+	return &cp
+}
+
+// query sends one request and returns the last non-empty line of the
+// answer (nil for an empty answer).
+func (c *CDX) query(ctx context.Context, uri string) ([]byte, *cdxError) {
+	u := *c.base
+	q := u.Query()
+	q.Set("url", uri)
+	q.Set("fl", "timestamp,digest")
+	q.Set("filter", "!mimetype:warc/revisit")
+	q.Set("limit", "-1")
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, &cdxError{reasonConnect, err}
+	}
+	req.Header.Set("User-Agent", c.opts.UserAgent)
+	if c.opts.Cookies != "" {
+		req.Header.Set("Cookie", c.opts.Cookies)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &cdxError{reasonStatus, fmt.Errorf("answered %s", resp.Status)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxAnswer+1))
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	if int64(len(body)) > c.opts.MaxAnswer {
+		return nil, &cdxError{reasonTooLarge, fmt.Errorf("answer longer than %d bytes", c.opts.MaxAnswer)}
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, nil
+	}
+	// With limit=-1 the answer is one line; a server that ignores the
+	// limit lists captures oldest first, so the last line is the newest.
+	if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+		body = bytes.TrimSpace(body[i+1:])
+	}
+	return body, nil
+}
+
+// classify names the reason a request failed.
+func classify(ctx context.Context, err error) *cdxError {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &cdxError{reasonTimeout, err}
+	}
+	return &cdxError{reasonConnect, err}
+}
+
+// fail counts a failed lookup and logs it, at most once per
+// cdxErrLogInterval with the number of failures not logged since.
+func (c *CDX) fail(uri string, err *cdxError) error {
+	c.errs.Add(1)
+	c.m.errors.WithLabelValues(err.reason).Inc()
+	c.logMu.Lock()
+	now := time.Now()
+	logIt := now.Sub(c.lastErrLog) >= cdxErrLogInterval
+	unlogged := c.unlogged
+	if logIt {
+		c.lastErrLog, c.unlogged = now, 0
+	} else {
+		c.unlogged++
+	}
+	c.logMu.Unlock()
+	if logIt {
+		c.log.Warn("cdx server dedup lookup failed: writing the full response",
+			"url", uri, "reason", err.reason, "err", err.err, "failures_not_logged", unlogged)
+	}
+	return err
+}
+
+// parseCDXLine reads the timestamp and digest of one answer line:
+// "TIMESTAMP DIGEST" (the fields asked for), "URLKEY TIMESTAMP {json}"
+// (pywb's CDXJ) or "{json}" (NDJSON).
+func parseCDXLine(line []byte) (time.Time, string, error) {
+	var ts, digest string
+	fields := strings.Fields(string(line))
+	switch {
+	case len(line) > 0 && line[0] == '{':
+		var doc struct{ Timestamp, Digest string }
+		if err := json.Unmarshal(line, &doc); err != nil {
+			return time.Time{}, "", fmt.Errorf("line %.80q: %w", line, err)
+		}
+		ts, digest = doc.Timestamp, doc.Digest
+	case len(fields) >= 3 && strings.HasPrefix(fields[2], "{"):
+		var doc struct{ Digest string }
+		parts := strings.SplitN(strings.TrimSpace(string(line)), " ", 3)
+		if len(parts) != 3 {
+			return time.Time{}, "", fmt.Errorf("line %.80q: want URLKEY TIMESTAMP {json}", line)
+		}
+		if err := json.Unmarshal([]byte(parts[2]), &doc); err != nil {
+			return time.Time{}, "", fmt.Errorf("line %.80q: %w", line, err)
+		}
+		ts, digest = fields[1], doc.Digest
+	case len(fields) == 2:
+		ts, digest = fields[0], fields[1]
+	default:
+		return time.Time{}, "", fmt.Errorf("line %.80q: want TIMESTAMP DIGEST", line)
+	}
+	t, err := parseTimestamp14(ts)
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("line %.80q: %w", line, err)
+	}
+	if digest == "" || digest == "-" {
+		return time.Time{}, "", fmt.Errorf("line %.80q: no digest", line)
+	}
+	return t, digest, nil
+}
+
+// parseTimestamp14 parses a CDX timestamp, YYYYMMDDhhmmss in UTC.
+func parseTimestamp14(s string) (time.Time, error) {
+	if len(s) != 14 {
+		return time.Time{}, fmt.Errorf("timestamp %q: want 14 digits", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return time.Time{}, fmt.Errorf("timestamp %q: want 14 digits", s)
+		}
+	}
+	t, err := time.Parse("20060102150405", s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// sha1Base32 normalises a SHA-1 digest, with or without its "sha1:" label,
+// in base32 or hex, to upper-case base32 without the label. ok is false for
+// anything else (another algorithm, bad characters).
+func sha1Base32(d string) (string, bool) {
+	if i := strings.IndexByte(d, ':'); i >= 0 {
+		if !strings.EqualFold(d[:i], "sha1") {
+			return "", false
+		}
+		d = d[i+1:]
+	}
+	switch len(d) {
+	case 32:
+		b, err := base32.StdEncoding.DecodeString(strings.ToUpper(d))
+		if err != nil || len(b) != 20 {
+			return "", false
+		}
+		return base32.StdEncoding.EncodeToString(b), true
+	case 40:
+		b, err := hex.DecodeString(d)
+		if err != nil {
+			return "", false
+		}
+		return base32.StdEncoding.EncodeToString(b), true
+	}
+	return "", false
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// Status reports a few figures for the /status page.
+func (c *CDX) Status() map[string]any {
+	if c == nil {
+		return map[string]any{"enabled": false}
+	}
+	return map[string]any{
+		"enabled":    true,
+		"url":        c.opts.URL,
+		"hits":       c.hits.Load(),
+		"misses":     c.misses.Load(),
+		"skipped":    c.skipped.Load(),
+		"errors":     c.errs.Load(),
+		"cache_hits": c.cacheHits.Load(),
+	}
+}
+
+// answerCache remembers the last answers (an entry for a hit, nil for a
+// miss) by URL and digest; least recently used first out. A nil cache
+// remembers nothing.
+type answerCache struct {
+	mu    sync.Mutex
+	max   int
+	ll    list.List
+	items map[string]*list.Element
+}
+
+type cached struct {
+	key   string
+	entry *Entry
+}
+
+func newAnswerCache(n int) *answerCache {
+	return &answerCache{max: n, items: make(map[string]*list.Element, n)}
+}
+
+func (ac *answerCache) get(key string) (*Entry, bool) {
+	if ac == nil {
+		return nil, false
+	}
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	el, ok := ac.items[key]
+	if !ok {
+		return nil, false
+	}
+	ac.ll.MoveToFront(el)
+	return el.Value.(*cached).entry, true
+}
+
+func (ac *answerCache) put(key string, e *Entry) {
+	if ac == nil {
+		return
+	}
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if el, ok := ac.items[key]; ok {
+		el.Value.(*cached).entry = e
+		ac.ll.MoveToFront(el)
+		return
+	}
+	ac.items[key] = ac.ll.PushFront(&cached{key: key, entry: e})
+	for ac.ll.Len() > ac.max {
+		old := ac.ll.Remove(ac.ll.Back()).(*cached)
+		delete(ac.items, old.key)
+	}
+}
+
+// cdxMetrics are the CDX client's Prometheus metrics.
+type cdxMetrics struct {
+	c        *CDX
+	duration prometheus.Histogram
+	errors   *prometheus.CounterVec
+	inFlight *prometheus.Desc
+	lookups  *prometheus.Desc
+	cacheHit *prometheus.Desc
+}
+
+func newCDXMetrics(c *CDX) *cdxMetrics {
+	m := &cdxMetrics{
+		c: c,
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "warcproxy_dedup_cdx_request_duration_seconds",
+			Help:    "Time one CDX server dedup request took, failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 8), // 0.5ms .. 8s
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warcproxy_dedup_cdx_errors_total",
+			Help: "CDX server dedup lookups that failed (the capture was written in full), by reason: busy, timeout, connect, status, bad_answer, too_large, digest.",
+		}, []string{"reason"}),
+		inFlight: prometheus.NewDesc("warcproxy_dedup_cdx_requests_in_flight",
+			"CDX server dedup requests being sent or waited for.", nil, nil),
+		lookups: prometheus.NewDesc("warcproxy_dedup_cdx_lookups_total",
+			"CDX server dedup lookups by result: hit, miss, error, skipped (no URL, or a session id in it).", []string{"result"}, nil),
+		cacheHit: prometheus.NewDesc("warcproxy_dedup_cdx_cache_hits_total",
+			"CDX server dedup lookups answered from the cache of recent answers.", nil, nil),
+	}
+	for _, r := range cdxReasons {
+		m.errors.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *cdxMetrics) Describe(ch chan<- *prometheus.Desc) {
+	m.duration.Describe(ch)
+	m.errors.Describe(ch)
+	ch <- m.inFlight
+	ch <- m.lookups
+	ch <- m.cacheHit
+}
+
+func (m *cdxMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.duration.Collect(ch)
+	m.errors.Collect(ch)
+	c := m.c
+	ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(len(c.slots)))
+	for _, r := range []struct {
+		label string
+		v     uint64
+	}{{"hit", c.hits.Load()}, {"miss", c.misses.Load()}, {"error", c.errs.Load()}, {"skipped", c.skipped.Load()}} {
+		ch <- prometheus.MustNewConstMetric(m.lookups, prometheus.CounterValue, float64(r.v), r.label)
+	}
+	ch <- prometheus.MustNewConstMetric(m.cacheHit, prometheus.CounterValue, float64(c.cacheHits.Load()))
+}
