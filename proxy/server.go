@@ -257,7 +257,12 @@ type servedConn struct {
 	net.Conn
 	s   *Server
 	tun *tunnel
+	hf  hostFilterReader
 }
+
+// Read passes the client's bytes through the write-record Host filter
+// (hostfix.go).
+func (c *servedConn) Read(p []byte) (int, error) { return c.hf.read(c.Conn, p) }
 
 // goErrorHeaders is how net/http writes its own error responses, in one
 // Write; the proxy's own error responses look different (nosniff header).

@@ -1,0 +1,90 @@
+package proxy_test
+
+// Compatibility with warcprox 2.13.1 and Brozzler, from a second review:
+// each test shows a behaviour a Brozzler-driven crawl would notice, once
+// different here (the test failed) and now as warcprox has it.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+)
+
+// brozzlerWriteRecord is what Brozzler's urllib sends for a screenshot
+// (brozzler/worker.py _warcprox_write_record: headers Content-Type,
+// WARC-Type and "Host: N/A", then the site's extra headers), byte for byte.
+func brozzlerWriteRecord(uri, warcType, contentType, meta, body string, keepAlive bool) string {
+	conn := "Connection: close\r\n"
+	if keepAlive {
+		conn = ""
+	}
+	return fmt.Sprintf("WARCPROX_WRITE_RECORD %s HTTP/1.1\r\nAccept-Encoding: identity\r\n"+
+		"Content-Length: %d\r\nUser-Agent: Python-urllib/3.11\r\nContent-Type: %s\r\n"+
+		"Warc-Type: %s\r\nHost: N/A\r\nWarcprox-Meta: %s\r\n%s\r\n%s",
+		uri, len(body), contentType, warcType, meta, conn, body)
+}
+
+// TestReviewBrozzlerWriteRecordHostNA: Brozzler sends every screenshot,
+// thumbnail, video and yt-dlp metadata record with "Host: N/A", which
+// warcprox ignores (warcproxy.py do_WARCPROX_WRITE_RECORD never looks at
+// Host) and net/http refused with "400 Bad Request: malformed Host header"
+// before the handler ran, so none of them was archived.
+func TestReviewBrozzlerWriteRecordHostNA(t *testing.T) {
+	origin := contentOrigin(t, false)
+	p := proxytest.Start(t, nil)
+
+	// One connection per record, as urllib does.
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, brozzlerWriteRecord("screenshot:https://example.com/", "resource",
+		"image/jpeg", `{"warc-prefix":"job"}`, "\xff\xd8 jpeg", false))
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, string(body))
+
+	// A keep-alive client: a fetch, then a write-record, then a fetch, on
+	// one connection.
+	c2, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c2.Close()
+	br := bufio.NewReader(c2)
+	_ = c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	get := fmt.Sprintf("GET %s/?body=page HTTP/1.1\r\nHost: %s\r\n\r\n", origin.URL, strings.TrimPrefix(origin.URL, "http://"))
+	for i, req := range []string{
+		get,
+		brozzlerWriteRecord("youtube-dl:https://example.com/", "metadata",
+			"application/vnd.youtube-dl_formats+json;charset=utf-8", `{"warc-prefix":"job"}`, `{"formats":[]}`, true),
+		get,
+	} {
+		_, err = io.WriteString(c2, req)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err, "request %d", i)
+		body, _ := io.ReadAll(resp.Body)
+		require.Less(t, resp.StatusCode, 300, "request %d: %s", i, body)
+	}
+	p.Stop()
+
+	var uris []string
+	for _, r := range warccheck.Dir(t, p.Dir) {
+		if r.Type == "resource" || r.Type == "metadata" {
+			require.True(t, strings.HasPrefix(r.File, "job-"), r.File)
+			uris = append(uris, r.Type+" "+r.TargetURI)
+		}
+	}
+	require.ElementsMatch(t, []string{"resource screenshot:https://example.com/", "metadata youtube-dl:https://example.com/"}, uris)
+}
