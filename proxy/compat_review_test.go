@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,31 @@ func TestReviewBrozzlerWriteRecordHostNA(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"resource screenshot:https://example.com/", "metadata youtube-dl:https://example.com/"}, uris)
+}
+
+// TestReviewHSTSNotPassedToClient: warcprox drops Strict-Transport-Security
+// from the response its client gets (mitmproxy.py
+// ProxyingRecordingHTTPResponse.begin, "to avoid some problems with HSTS
+// when browsing through warcprox"): a browser that kept it would from then
+// on turn the site's http:// links into https:// by itself, so the crawl
+// would never capture them as they are. The WARC record keeps the header.
+func TestReviewHSTSNotPassedToClient(t *testing.T) {
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+		fmt.Fprint(w, "secure page")
+	}))
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	resp, err := p.Client().Get(origin.URL + "/hsts")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, "secure page", string(b))
+	require.Empty(t, resp.Header.Values("Strict-Transport-Security"))
+	p.Stop()
+
+	res := byType(t, warccheck.Dir(t, p.Dir), "response")
+	rec, ok := res[origin.URL+"/hsts"]
+	require.True(t, ok, "response record for %s/hsts", origin.URL)
+	require.Contains(t, string(rec.Block), "Strict-Transport-Security: max-age=31536000; includeSubDomains\r\n")
 }

@@ -264,12 +264,18 @@ func appendField(b []byte, k, v string) []byte {
 	return append(b, "\r\n"...)
 }
 
+// notForClient are response headers kept in the record but not passed to
+// the client. Strict-Transport-Security, as warcprox: a browser that kept it
+// would upgrade the site's http:// links itself, so they would never be
+// fetched (and archived) as http://.
+var notForClient = map[string]bool{"Strict-Transport-Security": true}
+
 // copyResponseHeaders copies the origin's headers for the client, without
 // hop-by-hop ones; Content-Length is set by the caller.
 func copyResponseHeaders(dst, src http.Header) {
 	conn := src["Connection"]
 	for k, vv := range src {
-		if hopByHop[k] || k == "Content-Length" || inConnection(conn, k) {
+		if hopByHop[k] || notForClient[k] || k == "Content-Length" || inConnection(conn, k) {
 			continue
 		}
 		dst[k] = vv
