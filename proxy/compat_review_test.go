@@ -116,3 +116,30 @@ func TestReviewHSTSNotPassedToClient(t *testing.T) {
 	require.True(t, ok, "response record for %s/hsts", origin.URL)
 	require.Contains(t, string(rec.Block), "Strict-Transport-Security: max-age=31536000; includeSubDomains\r\n")
 }
+
+// TestReviewWriteRecordPayloadDigest: warcprox gives a WARCPROX_WRITE_RECORD
+// record a WARC-Payload-Digest equal to its block digest (warc.py
+// build_warc_record: "no http headers, so block digest == payload digest"),
+// and its crawl log line names that digest. CDX indexers take a record's
+// digest column from WARC-Payload-Digest, so without it screenshots and
+// videos had none.
+func TestReviewWriteRecordPayloadDigest(t *testing.T) {
+	p := proxytest.Start(t, nil)
+	body := "\xff\xd8 a jpeg screenshot"
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprintf(c, "WARCPROX_WRITE_RECORD screenshot:https://example.com/ HTTP/1.1\r\nHost: example.com\r\n"+
+		"Content-Type: image/jpeg\r\nWARC-Type: resource\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	p.Stop()
+
+	rec, ok := byType(t, warccheck.Dir(t, p.Dir), "resource")["screenshot:https://example.com/"]
+	require.True(t, ok)
+	require.Equal(t, b32sha1([]byte(body)), rec.Header["WARC-Block-Digest"])
+	require.Equal(t, b32sha1([]byte(body)), rec.Header["WARC-Payload-Digest"])
+}

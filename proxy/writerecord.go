@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/warcproxy/warcproxy/crawllog"
@@ -99,12 +100,18 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		return
 	}
 	blockDigest := s.opts.Digest.Format(rec.h.Sum(nil), s.opts.Base32)
+	var fields []writer.Field
+	if !strings.HasPrefix(strings.ToLower(contentType), "application/http") {
+		// No HTTP message in the block: the payload is the whole block,
+		// and warcprox says so (CDX indexers read this digest).
+		fields = []writer.Field{{Name: "WARC-Payload-Digest", Value: blockDigest}}
+	}
 	tally := s.tally(pol.statsBuckets, stats.New, n)
 	capture := &writer.Capture{
 		Prefix: prefix,
 		Records: []writer.Record{{
 			Type: warcType, Date: start, TargetURI: uri, ContentType: contentType,
-			Block: rec.buf, BlockLength: n, BlockDigest: blockDigest,
+			Fields: fields, Block: rec.buf, BlockLength: n, BlockDigest: blockDigest,
 		}},
 	}
 	capture.Done = func(err error) {
