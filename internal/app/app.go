@@ -53,7 +53,10 @@ type App struct {
 	// Dedup is the dedup index (nil with --dedup-db none), Stats the
 	// per-bucket counters, CrawlLog the crawl log (nil without
 	// --crawl-log-dir).
-	Dedup    *dedup.Index
+	Dedup *dedup.Index
+	// CDX is the client of --cdxserver-dedup's CDX server, or nil; it is
+	// asked after Dedup finds nothing.
+	CDX      *dedup.CDX
 	Stats    *stats.Tracker
 	CrawlLog *crawllog.Logger
 
@@ -225,7 +228,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.openBackends(port); err != nil {
+	if err := a.openBackends(port, version); err != nil {
 		return nil, err
 	}
 	popts := proxy.Options{
@@ -258,7 +261,10 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		BlackoutPeriod:      cfg.BlackoutPeriod,
 	}
 	// Typed nil pointers must not become non-nil interfaces.
-	if a.Dedup != nil {
+	switch {
+	case a.CDX != nil:
+		popts.Dedup = &dedup.Layered{Local: a.Dedup, Remote: a.CDX}
+	case a.Dedup != nil:
 		popts.Dedup = a.Dedup
 	}
 	if a.Stats != nil {
@@ -354,8 +360,9 @@ func isLoopback(address string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// openBackends opens the dedup index, the stats tracker and the crawl log.
-func (a *App) openBackends(port int) error {
+// openBackends opens the dedup index (and CDX client), the stats tracker
+// and the crawl log.
+func (a *App) openBackends(port int, version string) error {
 	cfg := a.cfg
 	dspec, err := store.Parse(cfg.DedupDB)
 	if err != nil {
@@ -384,6 +391,18 @@ func (a *App) openBackends(port int) error {
 			return fmt.Errorf("dedup: %w", err)
 		}
 	}
+	if cfg.CDXServerDedup != "" {
+		a.CDX, err = dedup.NewCDX(dedup.CDXOptions{
+			URL:           cfg.CDXServerDedup,
+			Cookies:       cfg.CDXServerDedupCookies,
+			MaxConcurrent: cfg.CDXServerDedupMaxThreads,
+			Timeout:       cfg.CDXServerDedupTimeout,
+			UserAgent:     "warcproxy/" + version,
+		}, a.logger.With("component", "dedup", "backend", "cdx"), a.Registry)
+		if err != nil {
+			return fmt.Errorf("--cdxserver-dedup: %w", err)
+		}
+	}
 	ss, err := stats.Open(sspec, &a.handles)
 	if err != nil {
 		return fmt.Errorf("opening stats database %s: %w", sspec.Raw, err)
@@ -400,7 +419,7 @@ func (a *App) openBackends(port int) error {
 			return fmt.Errorf("crawl log: %w", err)
 		}
 	}
-	a.logger.Info("databases", "dedup_db", dspec.Raw, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
+	a.logger.Info("databases", "dedup_db", dspec.Raw, "cdxserver_dedup", cfg.CDXServerDedup, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
 	return nil
 }
 
@@ -413,6 +432,7 @@ func (a *App) closeBackends(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("closing dedup index: %w", err))
 		}
 	}
+	_ = a.CDX.Close() // releases idle connections; cannot fail
 	if a.Stats != nil {
 		if err := a.Stats.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing stats: %w", err))
@@ -535,6 +555,9 @@ func (a *App) status(st map[string]any) {
 	st["postfetch_chain"] = []map[string]any{{"processor": "WarcWriterProcessor", "queued_urls": ws.QueueLen}}
 	if a.Dedup != nil {
 		st["dedup"] = a.Dedup.Status()
+	}
+	if a.CDX != nil {
+		st["cdxserver_dedup"] = a.CDX.Status()
 	}
 	if a.Stats != nil {
 		st["stats"] = a.Stats.Status()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -80,9 +81,15 @@ type Config struct {
 	DedupMinBinarySize  int64         // --dedup-min-binary-size
 	DedupOnlyWithBucket bool          // --dedup-only-with-bucket
 	BlackoutPeriod      time.Duration // --blackout-period; 0 off
-	CrawlLogDir         string        // --crawl-log-dir; empty: no crawl log
-	CDXJ                bool          // --cdxj
-	SubdirPrefix        bool          // --subdir-prefix
+	// CDX server dedup (warcprox's --cdxserver-dedup): looked up after the
+	// local dedup store finds nothing.
+	CDXServerDedup           string        // --cdxserver-dedup URL; empty: off
+	CDXServerDedupCookies    string        // --cdxserver-dedup-cookies
+	CDXServerDedupMaxThreads int           // --cdxserver-dedup-max-threads
+	CDXServerDedupTimeout    time.Duration // --cdxserver-dedup-timeout
+	CrawlLogDir              string        // --crawl-log-dir; empty: no crawl log
+	CDXJ                     bool          // --cdxj
+	SubdirPrefix             bool          // --subdir-prefix
 
 	LogLevel  string // --log-level: debug|info|warn|error
 	LogFormat string // --log-format: text|json
@@ -130,6 +137,9 @@ func Default() Config {
 
 		DedupDB: DefaultDB,
 		StatsDB: DefaultDB,
+
+		CDXServerDedupMaxThreads: 50,
+		CDXServerDedupTimeout:    2 * time.Second,
 
 		LogLevel:  "info",
 		LogFormat: "text",
@@ -192,6 +202,19 @@ func (c Config) Validate() error {
 	notNegative("dedup-min-binary-size", c.DedupMinBinarySize)
 	if c.BlackoutPeriod < 0 {
 		bad("blackout-period", "must not be negative (0 turns it off), got %s", c.BlackoutPeriod)
+	}
+	atLeastOne("cdxserver-dedup-max-threads", c.CDXServerDedupMaxThreads)
+	positive("cdxserver-dedup-timeout", c.CDXServerDedupTimeout)
+	if c.CDXServerDedup != "" {
+		if u, err := url.Parse(c.CDXServerDedup); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("cdxserver-dedup", "%q: want the CDX API's http:// or https:// URL, e.g. https://web.archive.org/cdx/search", c.CDXServerDedup)
+		}
+		if c.DigestAlgorithm != string(digest.SHA1) {
+			bad("cdxserver-dedup", "needs --digest-algorithm sha1 (got %s): CDX servers index SHA-1 payload digests, so other digests never match", c.DigestAlgorithm)
+		}
+	}
+	if strings.ContainsAny(c.CDXServerDedupCookies, "\r\n") {
+		bad("cdxserver-dedup-cookies", "must not contain line breaks")
 	}
 	if c.Pprof && c.MetricsAddress == "" {
 		bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")

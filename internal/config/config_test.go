@@ -50,6 +50,7 @@ func TestDefaultValues(t *testing.T) {
 		SocketTimeout: 60 * time.Second, FetchTimeout: 20 * time.Minute, MethodFilter: nil, VerifyUpstreamTLS: false,
 		ShutdownTimeout: 30 * time.Second,
 		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db",
+		CDXServerDedupMaxThreads: 50, CDXServerDedupTimeout: 2 * time.Second,
 		LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
@@ -223,6 +224,12 @@ func TestParseErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--dedup-min-text-size", "-1"}, []string{"dedup-min-text-size", "negative"}},
 		{[]string{"--blackout-period", "-5"}, []string{"blackout-period", "negative"}},
 		{[]string{"--rethinkdb-dedup-url", "x"}, []string{"rethinkdb-dedup-url", "warcprox option"}},
+		{[]string{"--cdxserver-dedup", "web.archive.org/cdx/search"}, []string{"--cdxserver-dedup", "http://"}},
+		{[]string{"--cdxserver-dedup", "ftp://h/cdx"}, []string{"--cdxserver-dedup", "http://"}},
+		{[]string{"--cdxserver-dedup", "http://h/cdx", "-g", "sha256"}, []string{"--cdxserver-dedup", "--digest-algorithm sha1"}},
+		{[]string{"--cdxserver-dedup-max-threads", "0"}, []string{"--cdxserver-dedup-max-threads", "at least 1"}},
+		{[]string{"--cdxserver-dedup-timeout", "0"}, []string{"--cdxserver-dedup-timeout", "more than 0"}},
+		{[]string{"--cdxserver-dedup-cookies", "a=b\nX-Evil: 1"}, []string{"--cdxserver-dedup-cookies", "line breaks"}},
 		{[]string{"--port"}, []string{"port", "argument"}},
 		{[]string{"--port", "http"}, []string{"port", `"http"`, "not an integer"}},
 		{[]string{"-p", "99999999999999999999"}, []string{"-p", "out of range"}},
@@ -457,4 +464,18 @@ func TestWarcproxDatabaseFlags(t *testing.T) {
 		require.Equal(t, tt.dedup, c.DedupDB, "%q", tt.args)
 		require.Equal(t, tt.statsDB, c.StatsDB, "%q", tt.args)
 	}
+}
+
+// warcprox's --cdxserver-dedup options run unchanged; hex digests are
+// fine (the CDX client converts them), other algorithms are refused.
+func TestWarcproxCDXServerDedupFlags(t *testing.T) {
+	c, err := Parse([]string{"--cdxserver-dedup", "https://web.archive.org/cdx/search",
+		"--cdxserver-dedup-cookies", "a=1; b=2", "--cdxserver-dedup-max-threads", "8",
+		"--cdxserver-dedup-timeout", "0.5", "--base32=false"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "https://web.archive.org/cdx/search", c.CDXServerDedup)
+	require.Equal(t, "a=1; b=2", c.CDXServerDedupCookies)
+	require.Equal(t, 8, c.CDXServerDedupMaxThreads)
+	require.Equal(t, 500*time.Millisecond, c.CDXServerDedupTimeout)
+	require.False(t, c.Base32)
 }
