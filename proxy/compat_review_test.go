@@ -143,3 +143,26 @@ func TestReviewWriteRecordPayloadDigest(t *testing.T) {
 	require.Equal(t, b32sha1([]byte(body)), rec.Header["WARC-Block-Digest"])
 	require.Equal(t, b32sha1([]byte(body)), rec.Header["WARC-Payload-Digest"])
 }
+
+// TestReviewTrailersPassedToClient: warcprox relays the origin's chunked
+// body as it came, trailer fields included (mitmproxy.py
+// ProxyingRecorder tees the raw bytes to the client). Ours re-chunks
+// through net/http and dropped them; the record always had them.
+func TestReviewTrailersPassedToClient(t *testing.T) {
+	const final = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n" +
+		"Trailer: X-Checksum\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: abc123\r\n\r\n"
+	o := newRawOrigin(t, false, map[string]rawResponse{"/t": {final: final}})
+	p := proxytest.Start(t, nil)
+	resp, err := p.Client().Get("http://" + o.addr() + "/t")
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, "hello", string(b))
+	require.Equal(t, "abc123", resp.Trailer.Get("X-Checksum"))
+	p.Stop()
+
+	rec, ok := byType(t, warccheck.Dir(t, p.Dir), "response")["http://"+o.addr()+"/t"]
+	require.True(t, ok)
+	require.Equal(t, final, string(rec.Block))
+}

@@ -861,6 +861,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 
 	ex.payload.r = resp.Body
 	aborted, eof := s.copyBody(w, c, resp, ex)
+	if eof && !aborted {
+		// The origin's trailer fields, which net/http read with the last
+		// chunk (warcprox relays them as they came).
+		for k, vv := range resp.Trailer {
+			if !hopByHop[k] && !notForClient[k] && k != "Content-Length" {
+				h[http.TrailerPrefix+k] = vv
+			}
+		}
+	}
 	if !stop() {
 		// ctx ended while we were reading: the connection is closed.
 		reusable = false
