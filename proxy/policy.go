@@ -25,7 +25,9 @@ import (
 // Deduper finds earlier captures of a payload and remembers new ones (the
 // dedup index).
 type Deduper interface {
-	Lookup(ctx context.Context, digest string, buckets []string) (*dedup.Entry, string, error)
+	// LookupURI finds an original of the payload digest captured at uri
+	// (the URL matters to a CDX server; local stores look by digest).
+	LookupURI(ctx context.Context, digest, uri string, buckets []string) (*dedup.Entry, string, error)
 	Save(digest string, buckets []string, e dedup.Entry)
 }
 

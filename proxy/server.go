@@ -1002,7 +1002,7 @@ func (s *Server) enqueue(ex *exchange, archive bool) bool {
 		lookupIn, saveTo = dedupBuckets(ex.meta)
 		// Not the request's context: the capture is written even if the
 		// client has left. The backends bound their own round trips.
-		e, _, err := s.opts.Dedup.Lookup(context.Background(), ex.payloadDigest, lookupIn)
+		e, _, err := s.opts.Dedup.LookupURI(context.Background(), ex.payloadDigest, ex.targetURI, lookupIn)
 		switch {
 		case err != nil:
 			s.dedupErrors.Add(1)
@@ -1086,9 +1086,12 @@ func (s *Server) toRevisit(ex *exchange, c *writer.Capture, original *dedup.Entr
 	r.Type = "revisit"
 	r.BlockLength = headLen
 	r.BlockDigest = d
+	r.Fields = append(r.Fields, writer.Field{Name: "WARC-Profile", Value: s.revisitProfile()})
+	// An original found through a CDX server has no record ID.
+	if original.ID != "" {
+		r.Fields = append(r.Fields, writer.Field{Name: "WARC-Refers-To", Value: original.ID})
+	}
 	r.Fields = append(r.Fields,
-		writer.Field{Name: "WARC-Profile", Value: s.revisitProfile()},
-		writer.Field{Name: "WARC-Refers-To", Value: original.ID},
 		writer.Field{Name: "WARC-Refers-To-Target-URI", Value: original.URL},
 		writer.Field{Name: "WARC-Refers-To-Date", Value: original.Date},
 	)

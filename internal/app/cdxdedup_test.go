@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,18 +18,7 @@ import (
 	"github.com/warcproxy/warcproxy/internal/testutil/cdxserver"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
-	"github.com/warcproxy/warcproxy/proxy"
 )
-
-// requireProxyPassesURI skips the test while the proxy's dedup interface
-// has no LookupURI: without the capture's URL the CDX server is never
-// asked (Layered.Lookup looks locally only).
-func requireProxyPassesURI(t *testing.T) {
-	t.Helper()
-	if _, ok := reflect.TypeFor[proxy.Deduper]().MethodByName("LookupURI"); !ok {
-		t.Skip("proxy.Deduper has no LookupURI: the proxy does not pass the capture's URL to dedup, so --cdxserver-dedup is never asked")
-	}
-}
 
 // cdxOrigin serves pages whose bodies stay the same across crawls, and one
 // (/changed) whose body changes with the crawl number.
@@ -92,7 +80,6 @@ func byURI(recs []warccheck.Record) map[string][]warccheck.Record {
 // first crawl's captures (URL and date, no record ID), changed ones are
 // full responses, and both readers accept every file.
 func TestCDXServerDedupAgainstRealIndex(t *testing.T) {
-	requireProxyPassesURI(t)
 	var n atomic.Int32
 	n.Store(1)
 	plain, tls := cdxOrigin(t, &n)
@@ -230,7 +217,6 @@ func requireCDXRevisit(t *testing.T, r, orig warccheck.Record) {
 // capture is written in full, the client gets the whole body, and the
 // failure is counted by reason.
 func TestCDXServerDedupFaults(t *testing.T) {
-	requireProxyPassesURI(t)
 	var n atomic.Int32
 	plain, tls := cdxOrigin(t, &n)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
