@@ -38,12 +38,6 @@ func (l *Layered) LookupURI(ctx context.Context, digest, uri string, buckets []s
 	return nil, "", localErr
 }
 
-// Lookup is LookupURI without a URL: only the local Index is asked, since
-// the CDX server looks captures up by URL.
-func (l *Layered) Lookup(ctx context.Context, digest string, buckets []string) (*Entry, string, error) {
-	return l.LookupURI(ctx, digest, "", buckets)
-}
-
 // Save remembers a new original in the local Index (nothing without one).
 func (l *Layered) Save(digest string, buckets []string, e Entry) {
 	l.Local.Save(digest, buckets, e)

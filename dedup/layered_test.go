@@ -35,7 +35,7 @@ func TestLayered(t *testing.T) {
 	require.Equal(t, &dedup.Entry{URL: u, Date: "2023-04-05T06:07:08Z"}, e)
 	require.Empty(t, b)
 	// Without a URL the CDX server cannot be asked.
-	e, _, err = l.Lookup(ctx, inArchive, []string{"b1"})
+	e, _, err = l.LookupURI(ctx, inArchive, "", []string{"b1"})
 	require.NoError(t, err)
 	require.Nil(t, e)
 
