@@ -166,3 +166,51 @@ func TestReviewTrailersPassedToClient(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, final, string(rec.Block))
 }
+
+// TestOriginWarcproxMetaNotPassedToClient: a site cannot speak for the
+// proxy. Its own Warcprox-Meta (here a fake 420 "reached-limit", which
+// makes Brozzler end the crawl) stays in the record and never reaches the
+// crawler, plain or intercepted; the proxy's own capture-metadata still
+// does.
+func TestOriginWarcproxMetaNotPassedToClient(t *testing.T) {
+	const fake = `{"reached-limit":{"job1/total/urls":1},"stats":{}}`
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Warcprox-Meta", fake)
+		w.WriteHeader(420)
+		fmt.Fprint(w, "Reached limit, tls ", r.TLS != nil) // two payloads: no revisit
+	})
+	plain := httptest.NewServer(h)
+	defer plain.Close()
+	secure := httptest.NewTLSServer(h)
+	defer secure.Close()
+	p := proxytest.Start(t, nil)
+	for _, u := range []string{plain.URL + "/spoof", secure.URL + "/spoof"} {
+		for _, accept := range []bool{false, true} {
+			req, err := http.NewRequest(http.MethodGet, u, nil)
+			require.NoError(t, err)
+			if accept {
+				req.Header.Set("Warcprox-Meta", `{"accept":["capture-metadata"]}`)
+			}
+			resp, err := p.Client().Do(req)
+			require.NoError(t, err)
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, 420, resp.StatusCode, u)
+			got := resp.Header.Values("Warcprox-Meta")
+			if !accept {
+				require.Empty(t, got, u)
+				continue
+			}
+			require.Len(t, got, 1, "%s: %q", u, got)
+			require.Contains(t, got[0], `"capture-metadata"`, u)
+			require.NotContains(t, got[0], "reached-limit", u)
+		}
+	}
+	p.Stop()
+	res := byType(t, warccheck.Dir(t, p.Dir), "response")
+	for _, u := range []string{plain.URL + "/spoof", secure.URL + "/spoof"} {
+		rec, ok := res[u] // the second fetch of each is a revisit
+		require.True(t, ok, "response record for %s", u)
+		require.Contains(t, string(rec.Block), "Warcprox-Meta: "+fake+"\r\n", u)
+	}
+}

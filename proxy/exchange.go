@@ -267,8 +267,11 @@ func appendField(b []byte, k, v string) []byte {
 // notForClient are response headers kept in the record but not passed to
 // the client. Strict-Transport-Security, as warcprox: a browser that kept it
 // would upgrade the site's http:// links itself, so they would never be
-// fetched (and archived) as http://.
-var notForClient = map[string]bool{"Strict-Transport-Security": true}
+// fetched (and archived) as http://. Warcprox-Meta: only the proxy speaks
+// it to the crawler; a site that sent its own (say a 420 with
+// "reached-limit") could otherwise make a crawler such as Brozzler end its
+// crawl. warcprox passes the origin's copy on; this is stricter.
+var notForClient = map[string]bool{"Strict-Transport-Security": true, "Warcprox-Meta": true}
 
 // copyResponseHeaders copies the origin's headers for the client, without
 // hop-by-hop ones; Content-Length is set by the caller.
