@@ -259,6 +259,8 @@ type faultFS struct {
 	calls  map[string]int
 	// gate, if set, holds every OpenFile until it is closed.
 	gate chan struct{}
+	// open and maxOpen count the files open now and at most.
+	open, maxOpen int
 }
 
 // fault makes calls of an op fail: after skip successful calls, the next
@@ -307,6 +309,10 @@ func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error
 	if err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.open++
+	f.maxOpen = max(f.maxOpen, f.open)
+	f.mu.Unlock()
 	return &faultFile{File: file, fs: f}, nil
 }
 
@@ -331,6 +337,13 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		return n, &fs.PathError{Op: "write", Path: f.Name(), Err: err}
 	}
 	return f.File.WriteAt(p, off)
+}
+
+func (f *faultFile) Close() error {
+	f.fs.mu.Lock()
+	f.fs.open--
+	f.fs.mu.Unlock()
+	return f.File.Close()
 }
 
 func (f *faultFile) Sync() error {

@@ -83,6 +83,14 @@ type Options struct {
 	// RolloverIdle closes a worker's file after this long without writes;
 	// 0 keeps files open until they reach RolloverSize or the pool closes.
 	RolloverIdle time.Duration
+	// MaxOpenFiles bounds the WARC files open at once, all workers
+	// together (each worker gets an equal share, at least one). A worker
+	// that needs a file for one more prefix first closes its least
+	// recently written one, as at rollover. Crawlers choose prefixes
+	// (Warcprox-Meta "warc-prefix"), so without a bound their number, and
+	// the file descriptors they hold, would be theirs to choose. 0: no
+	// bound.
+	MaxOpenFiles int
 	// Software is the warcinfo "software" field, e.g. "warcproxy/1.2.3".
 	// Default DefaultSoftware.
 	Software string
@@ -205,6 +213,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RolloverIdle < 0 {
 		return o, fmt.Errorf("rollover idle time must not be negative, got %v", o.RolloverIdle)
+	}
+	if o.MaxOpenFiles < 0 {
+		return o, fmt.Errorf("max open files must not be negative (0: no bound), got %d", o.MaxOpenFiles)
 	}
 	if o.Software == "" {
 		o.Software = DefaultSoftware

@@ -27,8 +27,9 @@ type worker struct {
 	p   *Pool
 	log *slog.Logger
 
-	files map[string]*warcFile
-	last  *warcFile // the file written last; flushed when the worker moves on
+	files    map[string]*warcFile
+	maxFiles int       // this worker's share of MaxOpenFiles; 0: no bound
+	last     *warcFile // the file written last; flushed when the worker moves on
 	// retry holds captures to write again after a write error, oldest
 	// first; they are written before anything new is taken from the queue.
 	retry   []*Capture
@@ -90,6 +91,9 @@ func newWorker(p *Pool, id int) *worker {
 	if p.opts.RolloverIdle > 0 {
 		w.idle = time.NewTimer(p.opts.RolloverIdle)
 		w.idle.Stop()
+	}
+	if p.opts.MaxOpenFiles > 0 {
+		w.maxFiles = max(1, p.opts.MaxOpenFiles/p.opts.Workers)
 	}
 	return w
 }
@@ -185,6 +189,15 @@ func (w *worker) handle(c *Capture) {
 	prefix := c.Prefix
 	if prefix == "" {
 		prefix = w.p.opts.Prefix
+	}
+	if w.files[prefix] == nil && w.maxFiles > 0 && len(w.files) >= w.maxFiles {
+		// Room for one more prefix: close the file written least recently.
+		if !w.closeFile(w.leastRecent()) {
+			// failed() has put that file's captures back and waited;
+			// this one follows them.
+			w.requeue(c)
+			return
+		}
 	}
 	wf, err := w.file(prefix)
 	if err != nil {
@@ -651,6 +664,17 @@ func (w *worker) drop(c *Capture) {
 	if c.Done != nil {
 		c.Done(errDropped)
 	}
+}
+
+// leastRecent is the open file written longest ago.
+func (w *worker) leastRecent() *warcFile {
+	var lru *warcFile
+	for _, wf := range w.files {
+		if lru == nil || wf.lastWrite.Before(lru.lastWrite) {
+			lru = wf
+		}
+	}
+	return lru
 }
 
 // closeAll closes every open file of the worker.

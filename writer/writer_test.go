@@ -649,27 +649,54 @@ func TestForcedCloseWhileFailing(t *testing.T) {
 
 // TestWriteErrors injects failures into the file layer: the pool must cut
 // back, retry and end with every capture exactly once in valid files.
+// TestMaxOpenFiles: however many prefixes the crawler names, no more than
+// MaxOpenFiles WARC files are open at once; a worker closes its least
+// recently written file (renamed, complete) to open one for a new prefix,
+// and every capture is written once.
+func TestMaxOpenFiles(t *testing.T) {
+	fsys := newFaultFS()
+	p, dir := newPool(t, Options{FS: fsys, Gzip: true, Workers: 2, MaxOpenFiles: 4})
+	tr := newTracker()
+	const n, prefixes = 120, 10
+	for i := range n {
+		enqueueAll(t, p, makeCapture(t, captureSpec{
+			uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 2000, seed: uint64(i),
+			prefix: fmt.Sprintf("crawl%d", i%prefixes),
+		}, tr))
+	}
+	closePool(t, p)
+	tr.requireAll(t, n, nil)
+	files := checkFiles(t, dir, n)
+	require.LessOrEqual(t, fsys.maxOpen, 4, "WARC files open at once")
+	require.Greater(t, len(files), prefixes, "prefixes took turns, so files were closed to make room")
+	require.Equal(t, uint64(len(files)), p.Stats().FilesClosed)
+}
+
 func TestWriteErrors(t *testing.T) {
 	tests := []struct {
-		name   string
-		op     string
-		fault  fault
-		errno  syscall.Errno
-		gzip   bool
-		closed int // files expected, 0 = do not check
+		name    string
+		op      string
+		fault   fault
+		errno   syscall.Errno
+		gzip    bool
+		closed  int // files expected, 0 = do not check
+		maxOpen int
 	}{
-		{"ENOSPC on the first write", "write", fault{skip: 0, fail: 1, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0},
-		{"ENOSPC mid file", "write", fault{skip: 5, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0},
-		{"EIO mid file, no gzip", "write", fault{skip: 7, fail: 2, err: syscall.EIO}, syscall.EIO, false, 0},
-		{"ENOSPC on create", "open", fault{skip: 1, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0},
-		{"EIO on sync", "sync", fault{skip: 0, fail: 2, err: syscall.EIO}, syscall.EIO, true, 0},
-		{"EIO on rename", "rename", fault{skip: 1, fail: 1, err: syscall.EIO}, syscall.EIO, true, 0},
+		{"ENOSPC on the first write", "write", fault{skip: 0, fail: 1, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 0},
+		{"ENOSPC mid file", "write", fault{skip: 5, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 0},
+		{"EIO mid file, no gzip", "write", fault{skip: 7, fail: 2, err: syscall.EIO}, syscall.EIO, false, 0, 0},
+		{"ENOSPC on create", "open", fault{skip: 1, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 0},
+		{"EIO on sync", "sync", fault{skip: 0, fail: 2, err: syscall.EIO}, syscall.EIO, true, 0, 0},
+		{"EIO on rename", "rename", fault{skip: 1, fail: 1, err: syscall.EIO}, syscall.EIO, true, 0, 0},
+		// One open file per worker: every change of prefix closes one.
+		{"ENOSPC while closing a file for another prefix", "write", fault{skip: 4, fail: 2, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 2},
+		{"EIO on sync while closing for another prefix", "sync", fault{skip: 3, fail: 1, err: syscall.EIO}, syscall.EIO, true, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys := newFaultFS()
 			fsys.set(tt.op, tt.fault)
-			o := Options{FS: fsys, Gzip: tt.gzip, Workers: 2, QueueSize: 4, RolloverSize: 600 << 10}
+			o := Options{FS: fsys, Gzip: tt.gzip, Workers: 2, QueueSize: 4, RolloverSize: 600 << 10, MaxOpenFiles: tt.maxOpen}
 			o.backoffMin, o.backoffMax = time.Millisecond, 4*time.Millisecond
 			p, dir := newPool(t, o)
 			tr := newTracker()
