@@ -218,6 +218,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		QueueMaxBytes:    cfg.QueueMaxBytes,
 		RolloverSize:     cfg.RolloverSize,
 		RolloverIdle:     cfg.RolloverIdleTime,
+		MaxOpenFiles:     cfg.MaxOpenWARCs,
 		SubdirPrefix:     cfg.SubdirPrefix,
 		FS:               o.writerFS,
 		OnClose:          onClose,

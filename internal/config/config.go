@@ -57,6 +57,7 @@ type Config struct {
 
 	RolloverSize     int64         // --rollover-size, -s, --size
 	RolloverIdleTime time.Duration // --rollover-idle-time; 0 never
+	MaxOpenWARCs     int           // --max-open-warcs; 0 no bound
 
 	TmpFileMaxMemory int64  // --tmp-file-max-memory
 	TmpDir           string // --tmp-dir; empty means inside Dir
@@ -122,6 +123,7 @@ func Default() Config {
 		MaxHeaderBytes:  4 << 20,
 
 		WriterWorkers:    2,
+		MaxOpenWARCs:     256,
 		QueueSize:        1000,
 		QueueMaxBytes:    256 << 20,
 		QueueFullTimeout: 10 * time.Second,
@@ -272,6 +274,9 @@ func (c Config) Validate() error {
 	}
 	if c.RolloverIdleTime < 0 {
 		bad("rollover-idle-time", "must not be negative (0 turns it off), got %s", c.RolloverIdleTime)
+	}
+	if c.MaxOpenWARCs < 0 {
+		bad("max-open-warcs", "must not be negative (0: no bound), got %d", c.MaxOpenWARCs)
 	}
 
 	notNegative("tmp-file-max-memory", c.TmpFileMaxMemory)

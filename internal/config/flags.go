@@ -67,6 +67,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Start a new WARC file once the current one reaches this size. Records are never split, so a file can pass it by one record."},
 			{name: "rollover-idle-time", metavar: "duration", inFile: true, value: durationValue{&c.RolloverIdleTime},
 				help: "Close a WARC file after this long without writes, so an idle proxy does not keep it open; 0 never does."},
+			{name: "max-open-warcs", metavar: "int", inFile: true, value: intValue{&c.MaxOpenWARCs},
+				help: "Most WARC files open at once, all writer workers together (each gets an equal share). Every WARC prefix a crawler names gets its own files; past the bound a worker closes its least recently written file, as at rollover, to open one for a new prefix. 0: no bound."},
 			{name: "method-filter", metavar: "method", inFile: true, value: newListValue(&c.MethodFilter, true),
 				help: "Archive only requests with this HTTP method (any case: get means GET); repeat the flag for more methods. Other requests are still proxied. By default every method is archived."},
 			{name: "max-resource-size", metavar: "size", inFile: true, value: sizeValue{&c.MaxResourceSize},
