@@ -112,3 +112,61 @@ func TestSelfCheckFailsClosed(t *testing.T) {
 	require.Equal(t, 1, strings.Count(logs.String(), "cannot list this host's addresses"), logs.String())
 	require.Contains(t, logs.String(), "AF_NETLINK")
 }
+
+// An IPv6 address with a zone (RFC 6874 "[::1%25lo]" in a URL) reaches the
+// same socket as the address without it, so the zone must not hide the
+// proxy from the check: dialed for real, each of these would loop.
+func TestDialerRefusesSelfWithZone(t *testing.T) {
+	type dial struct{ listen, target string }
+	var dials []dial
+	if ifc, err := net.InterfaceByIndex(1); err == nil {
+		dials = append(dials, dial{"[::1]:0", "::1%" + ifc.Name})
+	}
+	// A link-local address of this host, under the zone of its interface,
+	// while the proxy listens on every address.
+	ifcs, _ := net.Interfaces()
+	for _, ifc := range ifcs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsLinkLocalUnicast() && ifc.Flags&net.FlagUp != 0 {
+				dials = append(dials, dial{"[::]:0", n.IP.String() + "%" + ifc.Name})
+			}
+		}
+	}
+	tried := 0
+	for _, d := range dials {
+		ln, err := net.Listen("tcp6", d.listen)
+		if err != nil {
+			continue // no IPv6 here
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		target := net.JoinHostPort(d.target, port)
+		// Only addresses the kernel connects to prove anything.
+		c, err := net.DialTimeout("tcp", target, time.Second)
+		if err != nil {
+			continue
+		}
+		c.Close()
+		tried++
+
+		var logs bytes.Buffer
+		s := selfServer(t, ln.Addr().String(), &logs)
+		u := newUpstream(time.Second, false, false, s.selfTarget)
+		_, err = u.dialTCP(context.Background(), target)
+		require.ErrorIs(t, err, errSelfTarget, "listening on %s, dialing %s", ln.Addr(), target)
+		require.True(t, s.isSelf(target), "isSelf(%s), listening on %s", target, ln.Addr())
+	}
+	if tried == 0 {
+		t.Skip("no zoned IPv6 address reaches a local socket here")
+	}
+}

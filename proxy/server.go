@@ -588,7 +588,9 @@ func (s *Server) isSelfAddr(ap netip.AddrPort) (bool, error) {
 	if addr == nil || int(ap.Port()) != addr.Port {
 		return false, nil
 	}
-	ip := ap.Addr().Unmap()
+	// A zone ("[::1%lo]", "[fe80::1%eth0]") names the interface, not
+	// another address: the same socket answers with or without it.
+	ip := ap.Addr().Unmap().WithZone("")
 	listen, _ := netip.AddrFromSlice(addr.IP)
 	listen = listen.Unmap()
 	// Connecting to 0.0.0.0 or :: reaches this host's own listeners.
