@@ -177,15 +177,17 @@ func TestOriginWarcproxMetaNotPassedToClient(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Warcprox-Meta", fake)
 		w.WriteHeader(420)
-		fmt.Fprint(w, "Reached limit, tls ", r.TLS != nil) // two payloads: no revisit
+		// A payload per URL: no revisits, whenever the dedup save lands.
+		fmt.Fprint(w, "Reached limit at ", r.URL.Path, ", tls ", r.TLS != nil)
 	})
 	plain := httptest.NewServer(h)
 	defer plain.Close()
 	secure := httptest.NewTLSServer(h)
 	defer secure.Close()
 	p := proxytest.Start(t, nil)
-	for _, u := range []string{plain.URL + "/spoof", secure.URL + "/spoof"} {
+	for _, base := range []string{plain.URL, secure.URL} {
 		for _, accept := range []bool{false, true} {
+			u := fmt.Sprintf("%s/spoof-%v", base, accept)
 			req, err := http.NewRequest(http.MethodGet, u, nil)
 			require.NoError(t, err)
 			if accept {
@@ -208,8 +210,9 @@ func TestOriginWarcproxMetaNotPassedToClient(t *testing.T) {
 	}
 	p.Stop()
 	res := byType(t, warccheck.Dir(t, p.Dir), "response")
-	for _, u := range []string{plain.URL + "/spoof", secure.URL + "/spoof"} {
-		rec, ok := res[u] // the second fetch of each is a revisit
+	for _, u := range []string{plain.URL + "/spoof-false", plain.URL + "/spoof-true",
+		secure.URL + "/spoof-false", secure.URL + "/spoof-true"} {
+		rec, ok := res[u]
 		require.True(t, ok, "response record for %s", u)
 		require.Contains(t, string(rec.Block), "Warcprox-Meta: "+fake+"\r\n", u)
 	}
