@@ -1189,7 +1189,9 @@ func (s *Server) splice(w http.ResponseWriter, c *uconn, resp *http.Response) {
 	defer s.untrack(client, c.conn)
 	var head strings.Builder
 	fmt.Fprintf(&head, "HTTP/1.1 %s\r\n", resp.Status)
-	_ = resp.Header.Write(&head)
+	// The handshake's other headers (Upgrade, Connection...) are the
+	// protocol switch itself; only those kept from every client go.
+	_ = resp.Header.WriteSubset(&head, notForClient)
 	head.WriteString("\r\n")
 	if _, err := io.WriteString(client, head.String()); err != nil {
 		client.Close()
