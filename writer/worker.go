@@ -194,7 +194,8 @@ func (w *worker) handle(c *Capture) {
 		// Room for one more prefix: close the file written least recently.
 		if !w.closeFile(w.leastRecent()) {
 			// failed() has put that file's captures back and waited;
-			// this one follows them.
+			// this one goes back too (first: the order within each
+			// prefix, which is all a file holds, is kept either way).
 			w.requeue(c)
 			return
 		}

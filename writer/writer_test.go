@@ -647,8 +647,6 @@ func TestForcedCloseWhileFailing(t *testing.T) {
 	require.ErrorIs(t, s.LastWriteError, syscall.ENOSPC)
 }
 
-// TestWriteErrors injects failures into the file layer: the pool must cut
-// back, retry and end with every capture exactly once in valid files.
 // TestMaxOpenFiles: however many prefixes the crawler names, no more than
 // MaxOpenFiles WARC files are open at once; a worker closes its least
 // recently written file (renamed, complete) to open one for a new prefix,
@@ -672,6 +670,8 @@ func TestMaxOpenFiles(t *testing.T) {
 	require.Equal(t, uint64(len(files)), p.Stats().FilesClosed)
 }
 
+// TestWriteErrors injects failures into the file layer: the pool must cut
+// back, retry and end with every capture exactly once in valid files.
 func TestWriteErrors(t *testing.T) {
 	tests := []struct {
 		name    string
