@@ -50,8 +50,8 @@ type CDXOptions struct {
 	// Timeout bounds a whole lookup: waiting for a slot, connecting,
 	// sending and reading the answer (default 2s).
 	Timeout time.Duration
-	// CacheSize is how many answers (hit or miss, by URL and digest) are
-	// remembered (default 1024); negative turns the cache off.
+	// CacheSize is how many answers (each URL's newest capture, or none)
+	// are remembered (default 1024); negative turns the cache off.
 	CacheSize int
 	// MaxAnswer caps the bytes read of one answer (default 1 MiB); a longer
 	// one is an error.
@@ -122,6 +122,16 @@ type CDX struct {
 	lastErrLog time.Time
 	unlogged   int
 
+	// Queries in flight by URL: a lookup joins the query a prefetch (or
+	// another lookup) started for the same URL instead of sending its own.
+	mu       sync.Mutex
+	inflight map[string]*cdxCall
+	// Prefetches run under ctx, which Close cancels before waiting for
+	// them.
+	ctx        context.Context
+	stop       context.CancelFunc
+	prefetches sync.WaitGroup
+
 	hits, misses, skipped, errs atomic.Uint64
 	cacheHits                   atomic.Uint64
 }
@@ -150,12 +160,14 @@ func NewCDX(o CDXOptions, logger *slog.Logger, reg prometheus.Registerer) (*CDX,
 		ForceAttemptHTTP2:     true,
 	}
 	c := &CDX{
-		opts:   o,
-		base:   base,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirects},
-		slots:  make(chan struct{}, o.MaxConcurrent),
-		log:    logger,
+		opts:     o,
+		base:     base,
+		client:   &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		slots:    make(chan struct{}, o.MaxConcurrent),
+		log:      logger,
+		inflight: make(map[string]*cdxCall),
 	}
+	c.ctx, c.stop = context.WithCancel(context.Background())
 	if o.CacheSize > 0 {
 		c.cache = newAnswerCache(o.CacheSize)
 	}
@@ -172,9 +184,12 @@ func NewCDX(o CDXOptions, logger *slog.Logger, reg prometheus.Registerer) (*CDX,
 // a lookup never leaves the configured server.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Close releases idle connections.
+// Close stops the prefetches in flight, waits for them and releases idle
+// connections.
 func (c *CDX) Close() error {
 	if c != nil {
+		c.stop()
+		c.prefetches.Wait()
 		c.client.CloseIdleConnections()
 	}
 	return nil
@@ -205,14 +220,70 @@ const (
 
 var cdxReasons = []string{reasonBusy, reasonTimeout, reasonConnect, reasonStatus, reasonBadAnswer, reasonTooLarge, reasonDigest}
 
+// newest is what the CDX server says about a URL: its newest capture that
+// is not a revisit (the query does not depend on the payload, which is why
+// it can be sent before the payload is known).
+type newest struct {
+	ts     time.Time
+	digest string // upper-case base32 SHA-1; "" if the index holds another kind
+}
+
+// cdxCall is one query in flight; done is closed once n and err are set.
+type cdxCall struct {
+	done chan struct{}
+	n    *newest
+	err  *cdxError
+}
+
+// skip reports whether uri is never looked up (no URL, or a session id in
+// it, as warcprox skips them).
+func skip(uri string) bool { return uri == "" || containsAny(uri, sessionMarkers) }
+
+// Prefetch starts the query for uri in the background, so that the answer
+// is there (or on its way) when the payload is known and Lookup is called:
+// the proxy calls it when a request that will be archived arrives, and the
+// CDX server's latency overlaps the fetch instead of following it. It never
+// waits: when every request slot is busy it does nothing, and Lookup asks
+// later. Its errors are counted by the Lookup that meets them.
+func (c *CDX) Prefetch(uri string) {
+	if skip(uri) || c.ctx.Err() != nil {
+		return
+	}
+	if _, ok := c.cache.get(uri); ok {
+		return
+	}
+	c.mu.Lock()
+	if c.inflight[uri] != nil {
+		c.mu.Unlock()
+		return
+	}
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		c.mu.Unlock()
+		return
+	}
+	call := &cdxCall{done: make(chan struct{})}
+	c.inflight[uri] = call
+	c.prefetches.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.prefetches.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+		defer cancel()
+		c.run(ctx, uri, call)
+	}()
+}
+
 // Lookup asks the CDX server whether the newest capture of uri has the
 // payload digest digest ("sha1:BASE32" or "sha1:hex", as the proxy writes
 // WARC-Payload-Digest). A hit is an Entry with the URL and the capture's
 // date (WARC-Date form) and no record ID, which a CDX server does not
 // know. An error means the server could not say (it has been counted and
-// logged): treat it as a miss.
+// logged): treat it as a miss. A query Prefetch started for uri is joined,
+// not repeated.
 func (c *CDX) Lookup(ctx context.Context, digest, uri string) (*Entry, error) {
-	if uri == "" || containsAny(uri, sessionMarkers) {
+	if skip(uri) {
 		c.skipped.Add(1)
 		return nil, nil
 	}
@@ -220,48 +291,96 @@ func (c *CDX) Lookup(ctx context.Context, digest, uri string) (*Entry, error) {
 	if !ok {
 		return nil, c.fail(uri, &cdxError{reasonDigest, fmt.Errorf("%q is not a SHA-1 digest", digest)})
 	}
-	key := uri + " " + want
-	if e, found := c.cache.get(key); found {
+	n, ok := c.cache.get(uri)
+	if ok {
 		c.cacheHits.Add(1)
-		return c.answer(e), nil
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+		var err *cdxError
+		if n, err = c.newest(ctx, uri); err != nil {
+			return nil, c.fail(uri, err)
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
+	if n == nil || n.digest != want {
+		return c.answer(nil), nil
+	}
+	return c.answer(&Entry{URL: uri, Date: n.ts.Format("2006-01-02T15:04:05Z")}), nil
+}
+
+// newest returns the newest capture of uri (nil: none) from a query in
+// flight or from a query of its own, within ctx.
+func (c *CDX) newest(ctx context.Context, uri string) (*newest, *cdxError) {
+	c.mu.Lock()
+	call := c.inflight[uri]
+	if call == nil {
+		// A query that ended since the caller missed the cache has
+		// cached its answer before leaving inflight.
+		if n, ok := c.cache.get(uri); ok {
+			c.mu.Unlock()
+			return n, nil
+		}
+		call = &cdxCall{done: make(chan struct{})}
+		c.inflight[uri] = call
+		c.mu.Unlock()
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			c.finish(uri, call, nil, &cdxError{reasonBusy, fmt.Errorf("%d requests in flight: %w", c.opts.MaxConcurrent, ctx.Err())})
+			return nil, call.err
+		}
+		c.run(ctx, uri, call)
+		return call.n, call.err
+	}
+	c.mu.Unlock()
 	select {
-	case c.slots <- struct{}{}:
+	case <-call.done:
+		return call.n, call.err
 	case <-ctx.Done():
-		return nil, c.fail(uri, &cdxError{reasonBusy, fmt.Errorf("%d requests in flight: %w", c.opts.MaxConcurrent, ctx.Err())})
+		return nil, &cdxError{reasonTimeout, fmt.Errorf("waiting for the query in flight: %w", ctx.Err())}
 	}
+}
+
+// run sends the query for call, holding a request slot, and publishes its
+// answer.
+func (c *CDX) run(ctx context.Context, uri string, call *cdxCall) {
 	start := time.Now()
 	line, err := c.query(ctx, uri)
 	<-c.slots
 	c.m.duration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		return nil, c.fail(uri, err)
-	}
-	var e *Entry
-	if line != nil {
-		ts, got, err := parseCDXLine(line)
-		if err != nil {
-			return nil, c.fail(uri, &cdxError{reasonBadAnswer, err})
-		}
-		if g, ok := sha1Base32(got); ok && g == want {
-			e = &Entry{URL: uri, Date: ts.Format("2006-01-02T15:04:05Z")}
+	var n *newest
+	if err == nil && line != nil {
+		ts, got, perr := parseCDXLine(line)
+		if perr != nil {
+			err = &cdxError{reasonBadAnswer, perr}
+		} else {
+			n = &newest{ts: ts}
+			n.digest, _ = sha1Base32(got)
 		}
 	}
-	c.cache.put(key, e)
-	return c.answer(e), nil
+	c.finish(uri, call, n, err)
 }
 
-// answer counts a definite answer and returns a copy the caller may keep.
+// finish publishes a call's answer, caching it unless it is an error.
+func (c *CDX) finish(uri string, call *cdxCall, n *newest, err *cdxError) {
+	if err == nil {
+		c.cache.put(uri, n)
+	}
+	call.n, call.err = n, err
+	c.mu.Lock()
+	delete(c.inflight, uri)
+	c.mu.Unlock()
+	close(call.done)
+}
+
+// answer counts a definite answer.
 func (c *CDX) answer(e *Entry) *Entry {
 	if e == nil {
 		c.misses.Add(1)
 		return nil
 	}
 	c.hits.Add(1)
-	cp := *e
-	return &cp
+	return e
 }
 
 // query sends one request and returns the last non-empty line of the
@@ -447,9 +566,8 @@ func (c *CDX) Status() map[string]any {
 	}
 }
 
-// answerCache remembers the last answers (an entry for a hit, nil for a
-// miss) by URL and digest; least recently used first out. A nil cache
-// remembers nothing.
+// answerCache remembers the last answers by URL (the newest capture, or nil
+// for none); least recently used first out. A nil cache remembers nothing.
 type answerCache struct {
 	mu    sync.Mutex
 	max   int
@@ -458,15 +576,15 @@ type answerCache struct {
 }
 
 type cached struct {
-	key   string
-	entry *Entry
+	key string
+	n   *newest
 }
 
 func newAnswerCache(n int) *answerCache {
 	return &answerCache{max: n, items: make(map[string]*list.Element, n)}
 }
 
-func (ac *answerCache) get(key string) (*Entry, bool) {
+func (ac *answerCache) get(key string) (*newest, bool) {
 	if ac == nil {
 		return nil, false
 	}
@@ -477,21 +595,21 @@ func (ac *answerCache) get(key string) (*Entry, bool) {
 		return nil, false
 	}
 	ac.ll.MoveToFront(el)
-	return el.Value.(*cached).entry, true
+	return el.Value.(*cached).n, true
 }
 
-func (ac *answerCache) put(key string, e *Entry) {
+func (ac *answerCache) put(key string, n *newest) {
 	if ac == nil {
 		return
 	}
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
 	if el, ok := ac.items[key]; ok {
-		el.Value.(*cached).entry = e
+		el.Value.(*cached).n = n
 		ac.ll.MoveToFront(el)
 		return
 	}
-	ac.items[key] = ac.ll.PushFront(&cached{key: key, entry: e})
+	ac.items[key] = ac.ll.PushFront(&cached{key: key, n: n})
 	for ac.ll.Len() > ac.max {
 		old := ac.ll.Remove(ac.ll.Back()).(*cached)
 		delete(ac.items, old.key)

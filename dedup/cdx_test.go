@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/dedup"
@@ -372,4 +373,76 @@ func TestNewCDXRefusesBadOptions(t *testing.T) {
 		_, err := dedup.NewCDX(o, nil, nil)
 		require.Error(t, err, "%+v", o)
 	}
+}
+
+// gatedCDX is a CDX server that answers "TIMESTAMP DIGEST" for every URL,
+// but only once the test lets each query go; arrived receives each
+// query's url parameter as it comes in.
+type gatedCDX struct {
+	*httptest.Server
+	arrived chan string
+	release chan struct{}
+}
+
+func newGatedCDX(t *testing.T, digest string) *gatedCDX {
+	g := &gatedCDX{arrived: make(chan string, 16), release: make(chan struct{})}
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.arrived <- r.URL.Query().Get("url")
+		select {
+		case <-g.release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "20240102030405 %s\n", digest)
+	}))
+	t.Cleanup(g.Close)
+	return g
+}
+
+// TestCDXPrefetch: the query sent when the request arrives is the one the
+// lookup uses once the payload is known: a lookup made while it is still
+// in flight joins it (one query, the right answer), and a later one finds
+// the answer cached.
+func TestCDXPrefetch(t *testing.T) {
+	d := b32(sha1Of("body"))
+	g := newGatedCDX(t, d)
+	c, reg := newCDX(t, g.URL, nil)
+	const u = "http://example.com/page"
+	c.Prefetch(u)
+	require.Equal(t, u, <-g.arrived)
+	c.Prefetch(u) // already in flight: nothing new
+
+	got := make(chan *dedup.Entry, 1)
+	go func() {
+		e, err := c.Lookup(context.Background(), "sha1:"+d, u)
+		assert.NoError(t, err)
+		got <- e
+	}()
+	close(g.release)
+	e := <-got
+	require.NotNil(t, e)
+	require.Equal(t, dedup.Entry{URL: u, Date: "2024-01-02T03:04:05Z"}, *e)
+
+	c.Prefetch(u) // answered already: nothing new
+	e, err := c.Lookup(context.Background(), "sha1:"+b32(sha1Of("other body")), u)
+	require.NoError(t, err)
+	require.Nil(t, e, "the newest capture has another payload")
+	require.Empty(t, g.arrived, "one query for the URL in all")
+	requireCDXCounts(t, reg, map[string]float64{"hit": 1, "miss": 1, "error": 0, "skipped": 0})
+}
+
+// TestCDXPrefetchNeverWaits: with every request slot busy a prefetch does
+// nothing (the lookup asks later), so a burst of requests cannot pile up
+// goroutines; session URLs are not prefetched at all; Close cancels a
+// prefetch in flight and waits for it.
+func TestCDXPrefetchNeverWaits(t *testing.T) {
+	d := b32(sha1Of("body"))
+	g := newGatedCDX(t, d)
+	c, _ := newCDX(t, g.URL, func(o *dedup.CDXOptions) { o.MaxConcurrent = 1 })
+	c.Prefetch("http://example.com/a")
+	require.Equal(t, "http://example.com/a", <-g.arrived)
+	c.Prefetch("http://example.com/b")              // no free slot
+	c.Prefetch("http://example.com/c;JSESSIONID=1") // never looked up
+	require.NoError(t, c.Close())                   // returns: the prefetch of /a was cancelled
+	require.Empty(t, g.arrived)
 }

@@ -38,6 +38,14 @@ func (l *Layered) LookupURI(ctx context.Context, digest, uri string, buckets []s
 	return nil, "", localErr
 }
 
+// Prefetch starts the CDX server's query for uri ahead of Lookup (see
+// CDX.Prefetch); without a CDX server it does nothing.
+func (l *Layered) Prefetch(uri string) {
+	if l.Remote != nil {
+		l.Remote.Prefetch(uri)
+	}
+}
+
 // Save remembers a new original in the local Index (nothing without one).
 func (l *Layered) Save(digest string, buckets []string, e Entry) {
 	l.Local.Save(digest, buckets, e)

@@ -31,6 +31,14 @@ type Deduper interface {
 	Save(digest string, buckets []string, e dedup.Entry)
 }
 
+// Prefetcher is a Deduper whose lookups are slow enough (a remote CDX
+// server) to start as soon as a request that will be archived arrives: the
+// lookup is by URL, so its answer can be on its way while the origin
+// answers.
+type Prefetcher interface {
+	Prefetch(uri string)
+}
+
 // StatsTracker counts captures per bucket and checks Warcprox-Meta limits
 // against the counters.
 type StatsTracker interface {

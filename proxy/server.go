@@ -721,6 +721,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	s.activeSet.add(&ex.active, ex.start)
 	archive := prefix != "-" && s.methodArchived(r.Method)
 	if archive {
+		if pf, ok := s.opts.Dedup.(Prefetcher); ok && (!s.opts.DedupOnlyWithBucket || (meta != nil && meta.DedupBuckets != nil)) {
+			pf.Prefetch(ex.targetURI)
+		}
 		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
 		ex.res = newRecorder(s.opts.Spooler, s.opts.Digest)
 	}
