@@ -433,7 +433,7 @@ func (a *App) closeBackends(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("closing dedup index: %w", err))
 		}
 	}
-	_ = a.CDX.Close() // releases idle connections; cannot fail
+	_ = a.CDX.Close() // cancels prefetches, releases idle connections; cannot fail
 	if a.Stats != nil {
 		if err := a.Stats.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing stats: %w", err))
