@@ -134,6 +134,7 @@ type CDX struct {
 
 	hits, misses, skipped, errs atomic.Uint64
 	cacheHits                   atomic.Uint64
+	prefetched, prefetchBusy    atomic.Uint64
 }
 
 // NewCDX returns a client of the CDX server o.URL. logger is used as given
@@ -261,8 +262,10 @@ func (c *CDX) Prefetch(uri string) {
 	case c.slots <- struct{}{}:
 	default:
 		c.mu.Unlock()
+		c.prefetchBusy.Add(1)
 		return
 	}
+	c.prefetched.Add(1)
 	call := &cdxCall{done: make(chan struct{})}
 	c.inflight[uri] = call
 	c.prefetches.Add(1)
@@ -563,6 +566,9 @@ func (c *CDX) Status() map[string]any {
 		"skipped":    c.skipped.Load(),
 		"errors":     c.errs.Load(),
 		"cache_hits": c.cacheHits.Load(),
+		"prefetched": c.prefetched.Load(),
+		// Not sent ahead for want of a free request slot.
+		"prefetch_busy": c.prefetchBusy.Load(),
 	}
 }
 
@@ -624,6 +630,7 @@ type cdxMetrics struct {
 	inFlight *prometheus.Desc
 	lookups  *prometheus.Desc
 	cacheHit *prometheus.Desc
+	prefetch *prometheus.Desc
 }
 
 func newCDXMetrics(c *CDX) *cdxMetrics {
@@ -644,6 +651,8 @@ func newCDXMetrics(c *CDX) *cdxMetrics {
 			"CDX server dedup lookups by result: hit, miss, error, skipped (no URL, or a session id in it).", []string{"result"}, nil),
 		cacheHit: prometheus.NewDesc("warcproxy_dedup_cdx_cache_hits_total",
 			"CDX server dedup lookups answered from the cache of recent answers.", nil, nil),
+		prefetch: prometheus.NewDesc("warcproxy_dedup_cdx_prefetches_total",
+			"CDX queries for archived requests by what became of them when the request arrived: sent (ahead of the payload), busy (no free request slot: the lookup asks after the fetch).", []string{"result"}, nil),
 	}
 	for _, r := range cdxReasons {
 		m.errors.WithLabelValues(r)
@@ -657,6 +666,7 @@ func (m *cdxMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.inFlight
 	ch <- m.lookups
 	ch <- m.cacheHit
+	ch <- m.prefetch
 }
 
 func (m *cdxMetrics) Collect(ch chan<- prometheus.Metric) {
@@ -671,4 +681,6 @@ func (m *cdxMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.lookups, prometheus.CounterValue, float64(r.v), r.label)
 	}
 	ch <- prometheus.MustNewConstMetric(m.cacheHit, prometheus.CounterValue, float64(c.cacheHits.Load()))
+	ch <- prometheus.MustNewConstMetric(m.prefetch, prometheus.CounterValue, float64(c.prefetched.Load()), "sent")
+	ch <- prometheus.MustNewConstMetric(m.prefetch, prometheus.CounterValue, float64(c.prefetchBusy.Load()), "busy")
 }

@@ -330,6 +330,7 @@ func TestCDXCacheAndSkips(t *testing.T) {
 	require.Equal(t, map[string]any{
 		"enabled": true, "url": srv.URL, "hits": uint64(3), "misses": uint64(0),
 		"skipped": uint64(4), "errors": uint64(0), "cache_hits": uint64(2),
+		"prefetched": uint64(0), "prefetch_busy": uint64(0),
 	}, c.Status())
 }
 
@@ -429,6 +430,7 @@ func TestCDXPrefetch(t *testing.T) {
 	require.Nil(t, e, "the newest capture has another payload")
 	require.Empty(t, g.arrived, "one query for the URL in all")
 	requireCDXCounts(t, reg, map[string]float64{"hit": 1, "miss": 1, "error": 0, "skipped": 0})
+	require.Equal(t, uint64(1), c.Status()["prefetched"])
 }
 
 // TestCDXPrefetchNeverWaits: with every request slot busy a prefetch does
@@ -445,4 +447,6 @@ func TestCDXPrefetchNeverWaits(t *testing.T) {
 	c.Prefetch("http://example.com/c;JSESSIONID=1") // never looked up
 	require.NoError(t, c.Close())                   // returns: the prefetch of /a was cancelled
 	require.Empty(t, g.arrived)
+	require.Equal(t, uint64(1), c.Status()["prefetched"])
+	require.Equal(t, uint64(1), c.Status()["prefetch_busy"], "/b")
 }
