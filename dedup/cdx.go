@@ -111,7 +111,9 @@ func (o CDXOptions) withDefaults() (CDXOptions, error) {
 // digest may be base32 (the default) or hex, on either side.
 type CDX struct {
 	opts   CDXOptions
-	base   *url.URL
+	base   *url.URL // as configured; each query replaces its query string
+	extra  string   // the configured URL's own query parameters, as given
+	shown  string   // the URL for logs and /status: password and parameter values masked
 	client *http.Client
 	slots  chan struct{}
 	cache  *answerCache
@@ -163,6 +165,8 @@ func NewCDX(o CDXOptions, logger *slog.Logger, reg prometheus.Registerer) (*CDX,
 	c := &CDX{
 		opts:     o,
 		base:     base,
+		extra:    extraQuery(base.RawQuery),
+		shown:    redactURL(base),
 		client:   &http.Client{Transport: tr, CheckRedirect: noRedirects},
 		slots:    make(chan struct{}, o.MaxConcurrent),
 		log:      logger,
@@ -179,6 +183,39 @@ func NewCDX(o CDXOptions, logger *slog.Logger, reg prometheus.Registerer) (*CDX,
 		}
 	}
 	return c, nil
+}
+
+// URL is the CDX server's URL for messages: a password and the values of
+// its own query parameters (an API key, say) are masked.
+func (c *CDX) URL() string { return c.shown }
+
+// extraQuery is the configured URL's query without the parameters each
+// lookup sets, in the order given.
+func extraQuery(raw string) string {
+	var kept []string
+	for _, kv := range strings.Split(raw, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k, err := url.QueryUnescape(k); kv == "" || (err == nil && (k == "url" || k == "fl" || k == "filter" || k == "limit")) {
+			continue
+		}
+		kept = append(kept, kv)
+	}
+	return strings.Join(kept, "&")
+}
+
+// redactURL is u with its password and query values masked.
+func redactURL(u *url.URL) string {
+	r := *u
+	if r.RawQuery != "" {
+		parts := strings.Split(r.RawQuery, "&")
+		for i, kv := range parts {
+			if k, _, ok := strings.Cut(kv, "="); ok {
+				parts[i] = k + "=xxxxx"
+			}
+		}
+		r.RawQuery = strings.Join(parts, "&")
+	}
+	return r.Redacted()
 }
 
 // noRedirects makes a redirect an answer of its own (an error: not 200), so
@@ -390,12 +427,12 @@ func (c *CDX) answer(e *Entry) *Entry {
 // answer (nil for an empty answer).
 func (c *CDX) query(ctx context.Context, uri string) ([]byte, *cdxError) {
 	u := *c.base
-	q := u.Query()
-	q.Set("url", uri)
-	q.Set("fl", "timestamp,digest")
-	q.Set("filter", "!mimetype:warc/revisit")
-	q.Set("limit", "-1")
-	u.RawQuery = q.Encode()
+	// warcprox's parameters in warcprox's order, then the URL's own.
+	u.RawQuery = "url=" + url.QueryEscape(uri) + "&fl=timestamp%2Cdigest&filter=%21mimetype%3Awarc%2Frevisit&limit=-1"
+	if c.extra != "" {
+		u.RawQuery += "&" + c.extra
+	}
+	u.ForceQuery = false
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, &cdxError{reasonConnect, err}
@@ -406,6 +443,11 @@ func (c *CDX) query(ctx context.Context, uri string) ([]byte, *cdxError) {
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
+		// The error names the request URL: not its API key or password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = c.shown
+		}
 		return nil, classify(ctx, err)
 	}
 	defer resp.Body.Close()
@@ -560,7 +602,7 @@ func (c *CDX) Status() map[string]any {
 	}
 	return map[string]any{
 		"enabled":    true,
-		"url":        c.opts.URL,
+		"url":        c.shown,
 		"hits":       c.hits.Load(),
 		"misses":     c.misses.Load(),
 		"skipped":    c.skipped.Load(),

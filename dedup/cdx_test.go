@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -449,4 +450,45 @@ func TestCDXPrefetchNeverWaits(t *testing.T) {
 	require.Empty(t, g.arrived)
 	require.Equal(t, uint64(1), c.Status()["prefetched"])
 	require.Equal(t, uint64(1), c.Status()["prefetch_busy"], "/b")
+}
+
+// TestCDXQueryAndSecrets: the query carries warcprox's parameters in
+// warcprox's order, then the configured URL's own (a collection, an API
+// key) as given; the password and the parameter values never appear in
+// /status or in the failure log.
+func TestCDXQueryAndSecrets(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.RawQuery
+	}))
+	defer srv.Close()
+	base := strings.Replace(srv.URL, "http://", "http://archivist:s3cret@", 1) + "/cdx?coll=web&apikey=KEY123&limit=5"
+	c, _ := newCDX(t, base, nil)
+	_, err := c.Lookup(context.Background(), "sha1:"+b32(sha1Of("x")), "http://example.com/a b")
+	require.NoError(t, err)
+	require.Equal(t, "url=http%3A%2F%2Fexample.com%2Fa+b&fl=timestamp%2Cdigest&filter=%21mimetype%3Awarc%2Frevisit&limit=-1&coll=web&apikey=KEY123", <-got)
+
+	shown := c.Status()["url"].(string)
+	require.Equal(t, c.URL(), shown)
+	for _, secret := range []string{"s3cret", "KEY123", "web"} {
+		require.NotContains(t, shown, secret)
+	}
+	require.Contains(t, shown, "/cdx?coll=xxxxx&apikey=xxxxx")
+
+	// A failing server: the log names the reason, not the secrets.
+	var logs strings.Builder
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://archivist:s3cret@" + ln.Addr().String() + "/cdx?apikey=KEY123"
+	ln.Close()
+	down, err := dedup.NewCDX(dedup.CDXOptions{URL: closed, Timeout: 2 * time.Second},
+		slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	require.NoError(t, err)
+	defer down.Close()
+	_, err = down.Lookup(context.Background(), "sha1:"+b32(sha1Of("x")), "http://example.com/")
+	require.Error(t, err)
+	require.Contains(t, logs.String(), "cdx server dedup lookup failed")
+	require.NotContains(t, logs.String(), "s3cret")
+	require.NotContains(t, logs.String(), "KEY123")
+	require.NotContains(t, err.Error(), "KEY123")
 }

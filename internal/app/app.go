@@ -420,7 +420,11 @@ func (a *App) openBackends(port int, version string) error {
 			return fmt.Errorf("crawl log: %w", err)
 		}
 	}
-	a.logger.Info("databases", "dedup_db", dspec.Raw, "cdxserver_dedup", cfg.CDXServerDedup, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
+	cdxShown := ""
+	if a.CDX != nil {
+		cdxShown = a.CDX.URL()
+	}
+	a.logger.Info("databases", "dedup_db", dspec.Raw, "cdxserver_dedup", cdxShown, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
 	return nil
 }
 
