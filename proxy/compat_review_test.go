@@ -6,7 +6,6 @@ package proxy_test
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -217,53 +216,4 @@ func TestOriginWarcproxMetaNotPassedToClient(t *testing.T) {
 		require.True(t, ok, "response record for %s", u)
 		require.Contains(t, string(rec.Block), "Warcprox-Meta: "+fake+"\r\n", u)
 	}
-}
-
-// TestUpgradeHeadersNotForClient: a 101 Switching Protocols (WebSocket)
-// head reaches the client through splice, not through the normal header
-// copy, and must drop the same headers: an origin's Strict-Transport-
-// Security or Warcprox-Meta on its 101 stays in the record only.
-func TestUpgradeHeadersNotForClient(t *testing.T) {
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n" +
-			"Strict-Transport-Security: max-age=31536000\r\n" +
-			"Warcprox-Meta: {\"reached-limit\":{\"job1/total/urls\":1}}\r\n\r\n")
-		_ = brw.Flush()
-		line := make([]byte, 5)
-		if _, err := io.ReadFull(brw, line); err == nil {
-			_, _ = c.Write(bytes.ToUpper(line))
-		}
-	}))
-	defer origin.Close()
-	p := proxytest.Start(t, nil)
-	c, err := net.Dial("tcp", p.URL.Host)
-	require.NoError(t, err)
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	host := strings.TrimPrefix(origin.URL, "http://")
-	fmt.Fprintf(c, "GET %s/ws HTTP/1.1\r\nHost: %s\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n", origin.URL, host)
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	require.Equal(t, 101, resp.StatusCode)
-	require.Equal(t, "echo", resp.Header.Get("Upgrade"))
-	require.Empty(t, resp.Header.Values("Strict-Transport-Security"))
-	require.Empty(t, resp.Header.Values("Warcprox-Meta"))
-	_, err = c.Write([]byte("hello"))
-	require.NoError(t, err)
-	got := make([]byte, 5)
-	_, err = io.ReadFull(br, got)
-	require.NoError(t, err)
-	require.Equal(t, "HELLO", string(got))
-	c.Close()
-	p.Stop()
-	res := byType(t, warccheck.Dir(t, p.Dir), "response")
-	rec := string(res[origin.URL+"/ws"].Block)
-	require.Contains(t, rec, "Strict-Transport-Security: max-age=31536000\r\n")
-	require.Contains(t, rec, "Warcprox-Meta: {\"reached-limit\"")
 }

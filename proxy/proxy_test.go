@@ -490,7 +490,9 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 // TestUpgradeDoesNotHang: a WebSocket-style upgrade is passed through as a
-// byte tunnel; the handshake is recorded.
+// byte tunnel; the handshake is recorded. As on other responses, an
+// origin's Strict-Transport-Security or Warcprox-Meta on its 101 stays in
+// the record only.
 func TestUpgradeDoesNotHang(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, brw, err := http.NewResponseController(w).Hijack()
@@ -498,7 +500,9 @@ func TestUpgradeDoesNotHang(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n" +
+			"Strict-Transport-Security: max-age=31536000\r\n" +
+			"Warcprox-Meta: {\"reached-limit\":{\"job1/total/urls\":1}}\r\n\r\n")
 		_ = brw.Flush()
 		line := make([]byte, 5)
 		if _, err := io.ReadFull(brw, line); err == nil {
@@ -517,6 +521,9 @@ func TestUpgradeDoesNotHang(t *testing.T) {
 	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
 	require.Equal(t, 101, resp.StatusCode)
+	require.Equal(t, "echo", resp.Header.Get("Upgrade"))
+	require.Empty(t, resp.Header.Values("Strict-Transport-Security"))
+	require.Empty(t, resp.Header.Values("Warcprox-Meta"))
 	_, err = c.Write([]byte("hello"))
 	require.NoError(t, err)
 	got := make([]byte, 5)
@@ -527,7 +534,10 @@ func TestUpgradeDoesNotHang(t *testing.T) {
 	p.Stop()
 	recs := warccheck.Dir(t, p.Dir)
 	res := byType(t, recs, "response")
-	require.Contains(t, string(res[origin.URL+"/ws"].Block), "101 Switching Protocols")
+	rec := string(res[origin.URL+"/ws"].Block)
+	require.Contains(t, rec, "101 Switching Protocols")
+	require.Contains(t, rec, "Strict-Transport-Security: max-age=31536000\r\n")
+	require.Contains(t, rec, "Warcprox-Meta: {\"reached-limit\"")
 }
 
 // TestHeaderLimits: request headers over --max-header-bytes get a 431, on
