@@ -142,8 +142,7 @@ func (f *hostFilter) line(out []byte, complete bool) []byte {
 		if !ok {
 			name = nil // a long name (none the filter cares about), or malformed
 		}
-		switch strings.ToLower(string(name)) {
-		case "host", "content-length", "transfer-encoding", "expect", "upgrade":
+		if heldName(name) != "" {
 			if complete {
 				return f.header(out, held)
 			}
@@ -165,15 +164,29 @@ func (f *hostFilter) line(out []byte, complete bool) []byte {
 	}
 }
 
+// heldNames are the header lines the filter reads whole.
+var heldNames = [...]string{"host", "content-length", "transfer-encoding", "expect", "upgrade"}
+
+// heldName returns which of heldNames name is (any case), or "". It runs
+// for every header line of every request, so it does not allocate.
+func heldName(name []byte) string {
+	for _, n := range heldNames {
+		if len(name) == len(n) && strings.EqualFold(string(name), n) {
+			return n
+		}
+	}
+	return ""
+}
+
 // header takes note of one whole line the filter cares about, rewriting a
 // write-record's invalid Host.
 func (f *hostFilter) header(out, line []byte) []byte {
 	f.state = hfLineStart
 	name, value, _ := bytes.Cut(line, []byte(":"))
-	v := strings.Trim(string(value), " \t\r\n")
-	switch strings.ToLower(string(name)) {
+	value = bytes.Trim(value, " \t\r\n")
+	switch heldName(name) {
 	case "host":
-		if f.writeRecord && !httpguts.ValidHostHeader(v) {
+		if f.writeRecord && !httpguts.ValidHostHeader(string(value)) {
 			out = append(out, "Host: "...)
 			if bytes.HasSuffix(line, []byte("\r\n")) {
 				out = append(out, '\r')
@@ -181,7 +194,7 @@ func (f *hostFilter) header(out, line []byte) []byte {
 			return append(out, '\n')
 		}
 	case "content-length":
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := strconv.ParseInt(string(value), 10, 64)
 		if err != nil || n < 0 || (f.length >= 0 && f.length != n) {
 			f.unsure = true
 		}
