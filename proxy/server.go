@@ -116,6 +116,7 @@ type Server struct {
 	innerLn       *chanListener
 	addr          atomic.Pointer[net.TCPAddr] // set by Serve
 	selfCheckWarn sync.Once                   // isSelfAddr's one log line
+	prefetch      Prefetcher                  // opts.Dedup, when its lookups can start early
 
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
@@ -171,6 +172,7 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 		startTime: time.Now(),
 	}
 	s.up = newUpstream(opts.SocketTimeout, opts.VerifyUpstreamTLS, opts.DenyPrivateTargets, s.selfTarget)
+	s.prefetch, _ = opts.Dedup.(Prefetcher)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	if opts.Registerer != nil {
 		var err error
@@ -537,20 +539,21 @@ func (s *Server) isSelf(hostport string) bool {
 	if err != nil {
 		return false
 	}
-	n, err := strconv.Atoi(port) // "08000" is port 8000 too
-	if err != nil {
+	// Another port is never the proxy: most requests stop here, before
+	// anything allocates. "08000" is port 8000 too.
+	addr := s.addr.Load()
+	if n, err := strconv.Atoi(port); err != nil || addr == nil || n != addr.Port {
 		return false
 	}
 	host = strings.TrimSuffix(host, ".")
 	if strings.EqualFold(host, "localhost") {
-		addr := s.addr.Load()
-		return addr != nil && n == addr.Port && (addr.IP.IsLoopback() || addr.IP.IsUnspecified())
+		return addr.IP.IsLoopback() || addr.IP.IsUnspecified()
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
 		return false
 	}
-	self, _ := s.isSelfAddr(netip.AddrPortFrom(ip, uint16(n)))
+	self, _ := s.isSelfAddr(netip.AddrPortFrom(ip, uint16(addr.Port)))
 	return self
 }
 
@@ -721,8 +724,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	s.activeSet.add(&ex.active, ex.start)
 	archive := prefix != "-" && s.methodArchived(r.Method)
 	if archive {
-		if pf, ok := s.opts.Dedup.(Prefetcher); ok && (!s.opts.DedupOnlyWithBucket || (meta != nil && meta.DedupBuckets != nil)) {
-			pf.Prefetch(ex.targetURI)
+		if s.prefetch != nil && (!s.opts.DedupOnlyWithBucket || (meta != nil && meta.DedupBuckets != nil)) {
+			s.prefetch.Prefetch(ex.targetURI)
 		}
 		ex.req = newRecorder(s.opts.Spooler, s.opts.Digest)
 		ex.res = newRecorder(s.opts.Spooler, s.opts.Digest)
