@@ -3,9 +3,9 @@ package cdxj
 import (
 	"strings"
 	"unicode/utf8"
-)
 
-const hexDigits = "0123456789abcdef"
+	"github.com/warcproxy/warcproxy/internal/jsonstr"
+)
 
 // appendJSString appends s as JSON.stringify writes it: only '"', '\\' and
 // control characters are escaped ("<", "&", U+2028 and non-ASCII stay as
@@ -15,24 +15,7 @@ func appendJSString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c >= 0x20:
-				b = append(b, c)
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			b = jsonstr.AppendASCII(b, c)
 			i++
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/warcproxy/warcproxy/internal/jsonstr"
 )
 
 const (
@@ -185,33 +187,12 @@ func appendExtra(b []byte, e *Entry) []byte {
 // hex, surrogate pairs above U+FFFF) and escapes the space too, so the
 // object holds no whitespace. Invalid UTF-8 becomes U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	u := func(b []byte, r rune) []byte {
-		return append(b, '\\', 'u', hex[r>>12&15], hex[r>>8&15], hex[r>>4&15], hex[r&15])
-	}
 	b = append(b, '"')
 	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r == '\b':
-			b = append(b, '\\', 'b')
-		case r == '\f':
-			b = append(b, '\\', 'f')
-		case r > ' ' && r < 0x7f:
-			b = append(b, byte(r))
-		case r > 0xffff:
-			r -= 0x10000
-			b = u(b, 0xd800+(r>>10))
-			b = u(b, 0xdc00+(r&0x3ff))
-		default:
-			b = u(b, r)
+		if r < 0x7f && r != ' ' { // the space too: a crawl log line splits on it
+			b = jsonstr.AppendASCII(b, byte(r))
+		} else {
+			b = jsonstr.AppendU(b, r)
 		}
 	}
 	return append(b, '"')

@@ -3,6 +3,8 @@ package dedup
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/warcproxy/warcproxy/internal/jsonstr"
 )
 
 // encodeEntry writes e as warcprox writes a dedup value: Python's
@@ -24,27 +26,12 @@ func encodeEntry(e Entry) []byte {
 // appendPyString appends s, taken byte by byte as Latin-1, as a JSON string
 // with Python's ensure_ascii escaping.
 func appendPyString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c >= 0x20 && c < 0x7f:
-			b = append(b, c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		if c := s[i]; c < 0x7f {
+			b = jsonstr.AppendASCII(b, c)
+		} else {
+			b = jsonstr.AppendU(b, rune(c))
 		}
 	}
 	return append(b, '"')
