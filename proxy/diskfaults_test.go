@@ -452,9 +452,9 @@ func TestDiskFullTmpfs(t *testing.T) {
 	ws := p.App.Pool.Stats()
 	require.ErrorIs(t, ws.LastWriteError, syscall.ENOSPC)
 	require.Equal(t, written, ws.CapturesWritten, "nothing written to a full disk")
-	require.Equal(t, waiting, p.App.Proxy.Unwritten(), "captures wait")
 	requireFailingStatus(t, p, "no space left on device")
 	st := diskStatus(t, p)
+	require.EqualValues(t, waiting, st["captures_pending"], "captures wait")
 	require.NotNil(t, st["earliest_still_active_fetch_start"])
 	require.Positive(t, st["seconds_behind"])
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warcproxy/warcproxy/internal/lograte"
 )
 
 // limitListener serves at most max connections at once. Connections over
@@ -33,23 +35,13 @@ type limitListener struct {
 	wg      sync.WaitGroup
 
 	logger     *slog.Logger
-	refusedLog everySecond
-}
-
-// everySecond lets a log line through at most once a second, so that a
-// flood of bad connections does not flood the log too.
-type everySecond struct{ last atomic.Int64 }
-
-func (e *everySecond) allow() bool {
-	now := time.Now().UnixNano()
-	last := e.last.Load()
-	return now-last >= int64(time.Second) && e.last.CompareAndSwap(last, now)
+	refusedLog lograte.EverySecond
 }
 
 // noteRefused counts a refused connection and logs it.
 func (l *limitListener) noteRefused(c net.Conn, reason string) {
 	n := l.refused.Add(1)
-	if l.refusedLog.allow() {
+	if l.refusedLog.Allow() {
 		l.logger.Warn("refusing connections with 503: all --max-conns slots busy",
 			"reason", reason, "max_conns", cap(l.slots), "waiting", l.waiting.Load(),
 			"refused_total", n, "remote", c.RemoteAddr().String())

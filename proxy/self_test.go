@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/wire"
 )
 
 func selfServer(t *testing.T, listen string, logs *bytes.Buffer) *Server {
@@ -77,16 +78,16 @@ func TestDialerRefusesSelf(t *testing.T) {
 
 	var logs bytes.Buffer
 	s := selfServer(t, ln.Addr().String(), &logs)
-	u := newUpstream(time.Second, false, false, s.selfTarget)
+	u := wire.NewClient(wire.Options{SocketTimeout: time.Second, Vet: s.selfTarget})
 	ctx := context.Background()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	for _, target := range []string{"localhost:" + port, "127.0.0.1:" + port} {
-		_, err := u.dialTCP(ctx, target)
+		_, err := u.DialTCP(ctx, target)
 		require.ErrorIs(t, err, errSelfTarget, target)
 		code, _, _ := classifyUpstreamError(err)
 		require.Equal(t, 403, code, target)
 	}
-	c, err := u.dialTCP(ctx, other.Addr().String())
+	c, err := u.DialTCP(ctx, other.Addr().String())
 	require.NoError(t, err)
 	c.Close()
 }
@@ -161,8 +162,8 @@ func TestDialerRefusesSelfWithZone(t *testing.T) {
 
 		var logs bytes.Buffer
 		s := selfServer(t, ln.Addr().String(), &logs)
-		u := newUpstream(time.Second, false, false, s.selfTarget)
-		_, err = u.dialTCP(context.Background(), target)
+		u := wire.NewClient(wire.Options{SocketTimeout: time.Second, Vet: s.selfTarget})
+		_, err = u.DialTCP(context.Background(), target)
 		require.ErrorIs(t, err, errSelfTarget, "listening on %s, dialing %s", ln.Addr(), target)
 		require.True(t, s.isSelf(target), "isSelf(%s), listening on %s", target, ln.Addr())
 	}

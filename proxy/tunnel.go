@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/warcproxy/warcproxy/mitm"
 )
 
 // tunnel is the state of one CONNECT: where it goes and the origin
@@ -43,7 +45,7 @@ func (t *tunnel) takePreconn() net.Conn {
 // same timeouts and limits as plain proxy connections.
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	host, port, err := net.SplitHostPort(r.RequestURI)
-	if err != nil || !validPort(port) || !validHostName(strings.ToLower(host)) {
+	if err != nil || !validPort(port) || !mitm.ValidHostName(strings.ToLower(host)) {
 		textError(w, http.StatusBadRequest, "warcproxy: CONNECT needs host:port with a port from 1 to 65535, got "+strconv.Quote(r.RequestURI))
 		return
 	}
@@ -148,7 +150,7 @@ func (s *Server) dialWatching(conn net.Conn, br *bufio.Reader, hostport string) 
 			}
 		}
 	}()
-	pre, err := s.up.dialTCP(dctx, hostport)
+	pre, err := s.up.DialTCP(dctx, hostport)
 	// Stop the watcher (a read deadline in the past ends its Peek) before
 	// anyone else reads from br.
 	_ = conn.SetReadDeadline(time.Unix(1, 0))
@@ -175,31 +177,10 @@ func validPort(p string) bool {
 // once a second; the usual cause is a client that does not trust the CA.
 func (s *Server) noteHandshakeError(hostport string, err error) {
 	n := s.handshakeErrors.Add(1)
-	if s.handshakeLog.allow() {
+	if s.handshakeLog.Allow() {
 		s.logger.Info("TLS handshake with client failed (does the client trust the proxy's CA certificate?)",
 			"connect", hostport, "err", err, "handshake_errors_total", n)
 	}
-}
-
-// validHostName accepts DNS names (letters, digits, '-', '_', dots between
-// labels) and IP addresses: what may become a certificate name and a file
-// name in --certs-dir.
-func validHostName(h string) bool {
-	if net.ParseIP(h) != nil {
-		return true
-	}
-	if h == "" || len(h) > 253 || h[0] == '.' || h[len(h)-1] == '.' || strings.Contains(h, "..") {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // tunnelConn is the client side of a CONNECT tunnel; it replays bytes the

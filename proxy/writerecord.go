@@ -1,21 +1,16 @@
 package proxy
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/warcproxy/warcproxy/crawllog"
-	"github.com/warcproxy/warcproxy/stats"
-	"github.com/warcproxy/warcproxy/writer"
+	"github.com/warcproxy/warcproxy/capture"
+	"github.com/warcproxy/warcproxy/wire"
 )
 
 // warcprox's methods for writing a record that is not a fetch (a
@@ -27,114 +22,84 @@ const (
 	methodPutMeta     = "PUTMETA"
 )
 
+// writeRecord checks a write-record request and admits it like a fetch
+// (limits and blocks apply, as in warcprox), then has the capture stage
+// write its body; 204 when the record is queued.
 func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string) {
-	start := time.Now()
-	warcType := r.Header.Get("WARC-Type")
-	if r.Method == methodPutMeta {
-		warcType = "metadata"
+	rec := &capture.Record{
+		Start: time.Now(), URI: uri, Method: r.Method,
+		WARCType: r.Header.Get("WARC-Type"), ContentType: r.Header.Get("Content-Type"), Length: r.ContentLength,
 	}
-	contentType := r.Header.Get("Content-Type")
+	if r.Method == methodPutMeta {
+		rec.WARCType = "metadata"
+	}
 	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
 		textError(w, http.StatusBadRequest, "warcproxy: "+methodWriteRecord+" needs an absolute URI with a scheme (e.g. screenshot:https://...), got "+strconv.Quote(uri))
 		return
 	}
-	if warcType == "" || contentType == "" || r.ContentLength < 0 || r.Header.Get("Content-Length") == "" {
+	if rec.WARCType == "" || rec.ContentType == "" || r.ContentLength < 0 || r.Header.Get("Content-Length") == "" {
 		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
 		return
 	}
-	// Subject to limits and blocks, and counted in stats, like a fetch
-	// (warcprox).
-	pol, prefix, ok := s.warcproxMeta(w, r, uri)
-	if !ok {
+	ex := &capture.Exchange{TargetURI: uri}
+	if !s.admit(w, r, ex) {
 		return
 	}
-	meta, method := pol.meta, r.Method
-	logLine := func(length, size int64, digest, file string, offset int64) {
-		if s.opts.CrawlLog == nil {
-			return
-		}
-		e := crawllog.Entry{
-			Status: http.StatusNoContent, ContentLength: length, ContentSize: size, URL: uri,
-			MIMEType: mimeTypeOf(contentType), FetchStart: start, FetchDuration: time.Since(start),
-			PayloadDigest: digest, Method: method, WARCFilename: file, WARCOffset: offset,
-		}
-		withMeta(&e, meta)
-		s.logCrawl(e)
-	}
-	if prefix == "-" {
-		n, _ := io.Copy(io.Discard, r.Body)
-		s.count(notArchived)
-		s.tally(pol.statsBuckets, stats.NotWritten, n).Written()
-		logLine(0, n, "", "", 0) // as warcprox: nothing recorded, so no payload
-		w.WriteHeader(http.StatusNoContent)
+	rec.Meta, rec.Prefix = ex.Meta, ex.Prefix
+	if err := s.opts.Capture.WriteRecord(rec, s.clientBody(w, r)); err != nil {
+		textError(w, recordErrorStatus(err), "warcproxy: "+err.Error())
 		return
 	}
-	rec := newRecorder(s.opts.Spooler, s.opts.Digest)
-	fail := func(status int, msg string) {
-		rec.close()
-		s.count(failed)
-		textError(w, status, "warcproxy: "+msg)
-	}
-	var body io.Reader = r.Body
-	if s.opts.SocketTimeout > 0 {
-		// A stalled body must not hold the connection and its slot.
-		body = &clientBodyReader{r: r.Body, rc: http.NewResponseController(w), timeout: s.opts.SocketTimeout}
-	}
-	n, err := io.Copy(rec, body)
-	if err == nil && n != r.ContentLength {
-		err = fmt.Errorf("body has %d bytes, Content-Length says %d", n, r.ContentLength)
-	}
-	if err == nil && rec.err != nil {
-		// Our side failed (spool disk full?), not the client.
-		s.logger.Error("record not archived", "url", uri, "err", rec.err)
-		fail(http.StatusInternalServerError, "spooling the record's body: "+rec.err.Error())
-		return
-	}
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			fail(http.StatusRequestTimeout, "the record's body stalled: "+err.Error())
-			return
-		}
-		fail(http.StatusBadRequest, "reading the record's body: "+err.Error())
-		return
-	}
-	blockDigest := s.opts.Digest.Format(rec.h.Sum(nil), s.opts.Base32)
-	var fields []writer.Field
-	if !strings.HasPrefix(strings.ToLower(contentType), "application/http") {
-		// No HTTP message in the block: the payload is the whole block,
-		// and warcprox says so (CDX indexers read this digest).
-		fields = []writer.Field{{Name: "WARC-Payload-Digest", Value: blockDigest}}
-	}
-	tally := s.tally(pol.statsBuckets, stats.New, n)
-	capture := &writer.Capture{
-		Prefix: prefix,
-		Records: []writer.Record{{
-			Type: warcType, Date: start, TargetURI: uri, ContentType: contentType,
-			Fields: fields, Block: rec.buf, BlockLength: n, BlockDigest: blockDigest,
-		}},
-	}
-	capture.Done = func(err error) {
-		rec.close()
-		if err != nil {
-			tally.Cancel()
-			return
-		}
-		tally.Written()
-		logLine(n, n, blockDigest, filepath.Base(capture.File), capture.Offset)
-	}
-	if err := s.opts.Queue.Enqueue(context.Background(), capture); err != nil {
-		tally.Cancel()
-		if !errors.Is(err, writer.ErrClosed) {
-			// The writer refused the record itself (a WARC-Type that is
-			// not a token, a URI with control characters).
-			fail(http.StatusBadRequest, err.Error())
-			return
-		}
-		s.logger.Error("record not archived", "url", uri, "type", warcType, "err", err)
-		fail(http.StatusServiceUnavailable, "the record was not queued: "+err.Error())
-		return
-	}
-	s.count(archived)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// recordErrorStatus is the answer to a record the capture stage did not
+// write.
+func recordErrorStatus(err error) int {
+	var ne net.Error
+	switch {
+	case errors.Is(err, capture.ErrBody) && errors.As(err, &ne) && ne.Timeout():
+		return http.StatusRequestTimeout // the body stalled
+	case errors.Is(err, capture.ErrSpool):
+		return http.StatusInternalServerError
+	case errors.Is(err, capture.ErrNotQueued):
+		return http.StatusServiceUnavailable
+	}
+	// The client's body, or a record the writer refused (a WARC-Type
+	// that is not a token, a URI with control characters).
+	return http.StatusBadRequest
+}
+
+// clientBody is the request body, read with --socket-timeout as an
+// inactivity timeout: a client that announces a body and stalls must not
+// hold the origin connection and its slot.
+func (s *Server) clientBody(w http.ResponseWriter, r *http.Request) io.Reader {
+	if s.opts.Upstream.SocketTimeout <= 0 {
+		return r.Body
+	}
+	return &clientBodyReader{r: r.Body, rc: http.NewResponseController(w), timeout: s.opts.Upstream.SocketTimeout}
+}
+
+// clientBodyReader reads a request body from the client with an inactivity
+// timeout, re-armed as the body arrives (not on every read: see
+// inactivity).
+type clientBodyReader struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	timeout time.Duration
+	armed   wire.Inactivity
+}
+
+func (b *clientBodyReader) Read(p []byte) (int, error) {
+	if at, ok := b.armed.Due(b.timeout); ok {
+		_ = b.rc.SetReadDeadline(at)
+	}
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		// The body is in: lift the deadline, so that it cannot pass for
+		// the client going away while the response streams (net/http's
+		// background read lifts it too, today).
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }

@@ -296,6 +296,9 @@ func (c Config) Validate() error {
 	if c.ProxyAuth != "" && !strings.Contains(c.ProxyAuth, ":") {
 		bad("proxy-auth", "want user:password")
 	}
+	if _, err := c.ProxyAuthPairs(); err != nil && c.ProxyAuthFile != "" {
+		bad("proxy-auth-file", "%v", err)
+	}
 
 	oneOf("log-level", c.LogLevel, logLevels)
 	oneOf("log-format", c.LogFormat, logFormats)

@@ -128,9 +128,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 func (p *Proxy) Settle() {
 	p.tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for p.App.Proxy.Unwritten() > 0 {
+	// What /status says: exchanges started and not yet written.
+	for p.App.Capture.Status()["captures_pending"] != 0 {
 		if time.Now().After(deadline) {
-			p.tb.Fatalf("proxytest: %d exchanges still unwritten after 30 s", p.App.Proxy.Unwritten())
+			p.tb.Fatalf("proxytest: %v exchanges still unwritten after 30 s", p.App.Capture.Status()["captures_pending"])
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -46,13 +46,13 @@ func FuzzUpstreamResponse(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	u := newUpstream(time.Second, false, false, nil)
+	u := NewClient(Options{SocketTimeout: time.Second})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conn := &scriptedConn{r: bytes.NewReader(data)}
-		c := u.newUconn("fuzz", conn, conn)
+		c := u.newConn("fuzz", conn, conn)
 		var rec bytes.Buffer
-		out := &outbound{method: http.MethodGet, head: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), resRec: &rec}
-		resp, start, err := u.roundTrip(c, out)
+		out := &Outbound{Method: http.MethodGet, Head: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), ResRec: &rec}
+		resp, start, err := u.RoundTrip(c, out)
 		if err != nil {
 			return
 		}
@@ -60,7 +60,7 @@ func FuzzUpstreamResponse(f *testing.F) {
 			t.Fatalf("response starts at %d of %d recorded bytes", start, rec.Len())
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		consumed := c.consumed()
+		consumed := c.Consumed()
 		if consumed > int64(rec.Len()) {
 			t.Fatalf("parser consumed %d bytes, only %d recorded", consumed, rec.Len())
 		}

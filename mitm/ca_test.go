@@ -1,4 +1,4 @@
-package proxy
+package mitm
 
 import (
 	"crypto/ecdsa"

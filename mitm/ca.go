@@ -1,4 +1,7 @@
-package proxy
+// Package mitm is the proxy's certificate authority: it loads or creates
+// the CA that clients trust, and signs (and caches) the leaf certificate the
+// proxy shows for each host it intercepts in a CONNECT tunnel.
+package mitm
 
 import (
 	"crypto"
@@ -195,7 +198,7 @@ func (ca *CA) CacheStats() (hits, misses int64) { return ca.hits.Load(), ca.miss
 // generating it at most once however many connections ask at the same time.
 func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if !validHostName(host) {
+	if !ValidHostName(host) {
 		return nil, fmt.Errorf("not a host name for a certificate: %q", host)
 	}
 	ca.mu.RLock()

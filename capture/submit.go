@@ -1,0 +1,146 @@
+package capture
+
+import (
+	"context"
+	"time"
+
+	"github.com/warcproxy/warcproxy/dedup"
+	"github.com/warcproxy/warcproxy/stats"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// Submit hands a fetched exchange to the writer: as a response, as a
+// revisit of an earlier capture of the same payload, or not at all
+// (--prefix -, --method-filter, mime-type-filters, --blackout-period). It
+// counts the capture in its stats buckets at once, so that the next limit
+// check sees it; the rest happens once it is written (see pending). The
+// stage owns ex from here on.
+func (s *Stage) Submit(ex *Exchange) {
+	ex.settled = true
+	ex.end = time.Now()
+	if ex.HasContentType {
+		ex.mimeType = mimeTypeOf(ex.ContentType)
+	}
+	if ex.Payload.H != nil {
+		ex.payloadDigest = s.opts.Digest.Format(ex.Payload.H.Sum(nil), s.opts.Base32)
+	}
+	archive := ex.archive && !s.mimeFiltered(ex.Meta, ex.ContentType, ex.HasContentType)
+	p := &pending{s: s, ex: ex, dedupable: archive && s.shouldDedup(ex)}
+	if p.dedupable {
+		archive = s.lookup(p)
+	}
+	if !archive {
+		s.notArchived(ex)
+		return
+	}
+	if !s.enqueue(p) {
+		ex.release()
+		s.active.remove(&ex.active)
+	}
+}
+
+// lookup asks the dedup stores for an original of the payload; it reports
+// whether the capture is still to be written (not in --blackout-period).
+func (s *Stage) lookup(p *pending) bool {
+	ex := p.ex
+	p.lookupIn, p.saveTo = dedupBuckets(ex.Meta)
+	// Not the request's context: the capture is written even if the
+	// client has left. The backends bound their own round trips.
+	e, _, err := s.opts.Dedup.LookupURI(context.Background(), ex.payloadDigest, ex.TargetURI, p.lookupIn)
+	switch {
+	case err != nil:
+		s.dedupErrors.Add(1)
+		if s.dedupErrLog.Allow() {
+			s.logger.Error("dedup lookup failed: writing the full response", "url", ex.TargetURI, "err", err)
+		}
+	case e != nil && s.inBlackout(e, ex.TargetURI):
+		return false
+	case e != nil:
+		p.original = e
+	}
+	return true
+}
+
+// notArchived counts and logs an exchange that is not written.
+func (s *Stage) notArchived(ex *Exchange) {
+	s.count(notArchived)
+	s.tally(ex.statsBuckets, stats.NotWritten, ex.ResEnd-ex.ResStart).Written()
+	s.logCrawl(s.crawlEntry(ex, nil, false))
+	ex.release()
+	s.active.remove(&ex.active)
+}
+
+// enqueue builds the capture's records and queues them; it reports
+// whether the writer took them.
+func (s *Stage) enqueue(p *pending) bool {
+	ex := p.ex
+	c, err := s.records(ex, p.original)
+	if err != nil {
+		s.count(failed)
+		s.logger.Error("capture not archived", "url", ex.TargetURI, "err", err)
+		return false
+	}
+	outcome, result := stats.New, archived
+	if p.original != nil {
+		outcome, result = stats.Revisit, revisit
+	}
+	p.capture = c
+	p.tally = s.tally(ex.statsBuckets, outcome, ex.ResEnd-ex.ResStart)
+	c.Done = p.written
+	// Wait for room however long it takes (back-pressure), even during a
+	// forced shutdown: what was read is still written, marked truncated.
+	// Only a pool that is closed refuses.
+	if err := s.opts.Queue.Enqueue(context.Background(), c); err != nil {
+		p.tally.Cancel()
+		s.count(failed)
+		s.logger.Error("capture not archived: writer queue refused it", "url", ex.TargetURI, "err", err)
+		return false
+	}
+	s.count(result)
+	return true
+}
+
+// pending is a capture in the writer queue, with what its written step
+// needs.
+type pending struct {
+	s         *Stage
+	ex        *Exchange
+	capture   *writer.Capture
+	tally     *stats.Tally // nil without stats
+	dedupable bool
+	original  *dedup.Entry // set when written as a revisit
+	lookupIn  []string
+	saveTo    []string
+}
+
+// written is the writer's Done: once the records are on disk, the payload
+// is saved for dedup (so a revisit never points at a record that is not
+// there), the stats increments are made durable and the crawl log names
+// the file and offset.
+func (p *pending) written(err error) {
+	s, ex := p.s, p.ex
+	// Last, so that once nothing is active every dedup save and stats
+	// increment of the written captures has been made (seconds_behind).
+	defer s.active.remove(&ex.active)
+	defer ex.release()
+	if err != nil {
+		p.tally.Cancel()
+		return
+	}
+	p.tally.Written()
+	s.metrics.captured(ex.Start)
+	if p.dedupable && p.original == nil && len(p.saveTo) > 0 {
+		r := &p.capture.Records[0]
+		s.opts.Dedup.Save(ex.payloadDigest, p.saveTo, dedup.Entry{ID: r.ID, URL: r.TargetURI, Date: s.warcDate(r.Date)})
+	}
+	s.logCrawl(s.crawlEntry(ex, p.capture, p.original != nil))
+}
+
+// tally counts a capture in its stats buckets; nil without stats (a nil
+// *stats.Tally's Written and Cancel do nothing).
+func (s *Stage) tally(buckets []string, o stats.Outcome, wire int64) *stats.Tally {
+	if s.opts.Stats == nil {
+		return nil
+	}
+	return s.opts.Stats.Tally(buckets, o, wire)
+}

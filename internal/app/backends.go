@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/warcproxy/warcproxy/crawllog"
+	"github.com/warcproxy/warcproxy/dedup"
+	"github.com/warcproxy/warcproxy/internal/store"
+	"github.com/warcproxy/warcproxy/stats"
+)
+
+// openBackends opens the dedup index (and CDX client), the stats tracker
+// and the crawl log.
+func (a *App) openBackends() error {
+	cfg := a.cfg
+	dspec, err := store.Parse(cfg.DedupDB)
+	if err != nil {
+		return fmt.Errorf("--dedup-db: %w", err)
+	}
+	sspec, err := store.Parse(cfg.StatsDB)
+	if err != nil {
+		return fmt.Errorf("--stats-db: %w", err)
+	}
+	for _, s := range []store.Spec{dspec, sspec} {
+		if s.Kind == store.Embedded {
+			if dir := filepath.Dir(s.Path); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return fmt.Errorf("creating the directory of %s: %w", s.Path, err)
+				}
+			}
+		}
+	}
+	ds, err := dedup.Open(dspec, &a.handles)
+	if err != nil {
+		return fmt.Errorf("opening dedup database %s: %w", dspec.Raw, err)
+	}
+	if ds != nil {
+		if a.Dedup, err = dedup.NewIndex(ds, dedup.Options{}, a.logger.With("component", "dedup"), a.Registry); err != nil {
+			_ = ds.Close()
+			return fmt.Errorf("dedup: %w", err)
+		}
+	}
+	if cfg.CDXServerDedup != "" {
+		a.CDX, err = dedup.NewCDX(cdxOptions(cfg, a.version), a.logger.With("component", "dedup", "backend", "cdx"), a.Registry)
+		if err != nil {
+			return fmt.Errorf("--cdxserver-dedup: %w", err)
+		}
+	}
+	ss, err := stats.Open(sspec, &a.handles)
+	if err != nil {
+		return fmt.Errorf("opening stats database %s: %w", sspec.Raw, err)
+	}
+	if a.Stats, err = stats.NewTracker(ss, stats.Options{}, a.logger.With("component", "stats"), a.Registry); err != nil {
+		if ss != nil {
+			_ = ss.Close()
+		}
+		return fmt.Errorf("stats: %w", err)
+	}
+	if cfg.CrawlLogDir != "" {
+		host, _ := os.Hostname()
+		if a.CrawlLog, err = crawllog.New(cfg.CrawlLogDir, host, a.Addr().Port, a.logger.With("component", "crawllog"), a.Registry); err != nil {
+			return fmt.Errorf("crawl log: %w", err)
+		}
+	}
+	cdxShown := ""
+	if a.CDX != nil {
+		cdxShown = a.CDX.URL()
+	}
+	a.logger.Info("databases", "dedup_db", dspec.Raw, "cdxserver_dedup", cdxShown, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
+	return nil
+}
+
+// closeBackends flushes and closes what openBackends opened; ctx bounds
+// the final flushes.
+func (a *App) closeBackends(ctx context.Context) error {
+	var errs []error
+	if a.Dedup != nil {
+		if err := a.Dedup.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing dedup index: %w", err))
+		}
+	}
+	_ = a.CDX.Close() // cancels prefetches, releases idle connections; cannot fail
+	if a.Stats != nil {
+		if err := a.Stats.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing stats: %w", err))
+		}
+	}
+	if a.CrawlLog != nil {
+		if err := a.CrawlLog.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing crawl log: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

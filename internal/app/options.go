@@ -1,0 +1,119 @@
+package app
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/warcproxy/warcproxy/capture"
+	"github.com/warcproxy/warcproxy/dedup"
+	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/proxy"
+	"github.com/warcproxy/warcproxy/wire"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// Configuration to component options, one function per component: the
+// only place that knows which flag goes where.
+
+func writerOptions(cfg config.Config, version string, port int, fs writer.FS, onClose func(string), reg prometheus.Registerer) writer.Options {
+	// With --prefix -, requests may still name a warc-prefix: the pool
+	// needs a default all the same.
+	prefix := cfg.Prefix
+	if prefix == "-" {
+		prefix = writer.DefaultPrefix
+	}
+	alg, _ := digest.Parse(cfg.DigestAlgorithm) // validated with the config
+	return writer.Options{
+		Dir:              cfg.Dir,
+		Prefix:           prefix,
+		FilenameTemplate: cfg.WARCFilename,
+		Gzip:             cfg.Gzip,
+		GzipLevel:        cfg.GzipLevel,
+		WARCVersion:      cfg.WARCVersion,
+		Digest:           alg,
+		Base32:           cfg.Base32,
+		Workers:          cfg.WriterWorkers,
+		QueueSize:        cfg.QueueSize,
+		QueueMaxBytes:    cfg.QueueMaxBytes,
+		RolloverSize:     cfg.RolloverSize,
+		RolloverIdle:     cfg.RolloverIdleTime,
+		MaxOpenFiles:     cfg.MaxOpenWARCs,
+		SubdirPrefix:     cfg.SubdirPrefix,
+		FS:               fs,
+		OnClose:          onClose,
+		Software:         "warcproxy/" + version,
+		Port:             port,
+		Registerer:       reg,
+	}
+}
+
+func captureOptions(a *App) capture.Options {
+	cfg := a.cfg
+	alg, _ := digest.Parse(cfg.DigestAlgorithm)
+	o := capture.Options{
+		Spooler:             a.spooler,
+		Queue:               a.Pool,
+		Digest:              alg,
+		Base32:              cfg.Base32,
+		WARCVersion:         cfg.WARCVersion,
+		MethodFilter:        cfg.MethodFilter,
+		DedupMinTextSize:    cfg.DedupMinTextSize,
+		DedupMinBinarySize:  cfg.DedupMinBinarySize,
+		DedupOnlyWithBucket: cfg.DedupOnlyWithBucket,
+		BlackoutPeriod:      cfg.BlackoutPeriod,
+		Registerer:          a.Registry,
+	}
+	// Typed nil pointers must not become non-nil interfaces.
+	switch {
+	case a.CDX != nil:
+		o.Dedup = &dedup.Layered{Local: a.Dedup, Remote: a.CDX}
+	case a.Dedup != nil:
+		o.Dedup = a.Dedup
+	}
+	if a.Stats != nil {
+		o.Stats = a.Stats
+	}
+	if a.CrawlLog != nil {
+		o.CrawlLog = a.CrawlLog
+	}
+	return o
+}
+
+func proxyOptions(a *App) proxy.Options {
+	cfg := a.cfg
+	pairs, _ := cfg.ProxyAuthPairs() // validated with the config
+	return proxy.Options{
+		CA:               a.ca,
+		Capture:          a.Capture,
+		Backlog:          a.Pool,
+		Prefix:           cfg.Prefix,
+		MaxConns:         cfg.MaxConns,
+		ConnWaitTimeout:  cfg.ConnWaitTimeout,
+		IdleTimeout:      cfg.IdleTimeout,
+		HeaderTimeout:    cfg.HeaderTimeout,
+		MaxHeaderBytes:   cfg.MaxHeaderBytes,
+		QueueFullTimeout: cfg.QueueFullTimeout,
+		MaxResourceSize:  cfg.MaxResourceSize,
+		FetchTimeout:     cfg.FetchTimeout,
+		Upstream: wire.Options{
+			SocketTimeout:      cfg.SocketTimeout,
+			VerifyTLS:          cfg.VerifyUpstreamTLS,
+			DenyPrivateTargets: cfg.DenyPrivateTargets,
+		},
+		ProxyAuth:        pairs,
+		NoLocalEndpoints: cfg.MetricsAddress != "",
+		Status:           a.statusHandler(),
+		Metrics:          a.metricsHandler(),
+		Registerer:       a.Registry,
+	}
+}
+
+func cdxOptions(cfg config.Config, version string) dedup.CDXOptions {
+	return dedup.CDXOptions{
+		URL:           cfg.CDXServerDedup,
+		Cookies:       cfg.CDXServerDedupCookies,
+		MaxConcurrent: cfg.CDXServerDedupMaxThreads,
+		Timeout:       cfg.CDXServerDedupTimeout,
+		UserAgent:     "warcproxy/" + version,
+	}
+}

@@ -1,0 +1,39 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ProxyAuthPairs returns the accepted user:password pairs of --proxy-auth
+// and --proxy-auth-file. Validate calls it, so that a missing, unreadable
+// or empty file is a configuration error before anything is created.
+func (c Config) ProxyAuthPairs() ([]string, error) {
+	var pairs []string
+	if c.ProxyAuth != "" {
+		pairs = append(pairs, c.ProxyAuth)
+	}
+	if c.ProxyAuthFile == "" {
+		return pairs, nil
+	}
+	data, err := os.ReadFile(c.ProxyAuthFile)
+	if err != nil {
+		return nil, err
+	}
+	n := len(pairs)
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.Contains(line, ":") {
+			return nil, fmt.Errorf("%s line %d: want user:password", c.ProxyAuthFile, i+1)
+		}
+		pairs = append(pairs, line)
+	}
+	if len(pairs) == n {
+		return nil, fmt.Errorf("%s: no user:password lines", c.ProxyAuthFile)
+	}
+	return pairs, nil
+}

@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warcproxy/warcproxy/capture"
+	"github.com/warcproxy/warcproxy/warcproxmeta"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// Admission: every refusal the proxy makes before it fetches anything,
+// in the order a request meets them: 407 (--proxy-auth), 503 (the writer
+// queue has been full too long), 400 (a bad Warcprox-Meta header), 420/430
+// (a Warcprox-Meta limit reached; 503 if the counters cannot be read), 403
+// (a block rule). 400 for unusable targets is in route.go and tunnel.go.
+
+// authorize answers 407 and reports false when --proxy-auth is on and the
+// request does not carry one of the accepted credentials.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
+	if len(s.opts.ProxyAuth) == 0 || s.authorized(r) {
+		return true
+	}
+	s.authFailures.Add(1)
+	w.Header().Set("Proxy-Authenticate", `Basic realm="warcproxy"`)
+	textError(w, http.StatusProxyAuthRequired, "warcproxy: proxy authentication required (Proxy-Authorization: Basic)")
+	return false
+}
+
+// authorized checks Proxy-Authorization against the accepted pairs, in
+// constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	v := r.Header.Get("Proxy-Authorization")
+	scheme, cred, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	match := 0
+	for _, pair := range s.opts.ProxyAuth {
+		match |= subtle.ConstantTimeCompare(raw, []byte(pair))
+	}
+	return match == 1
+}
+
+// admitQueue answers 503 when the writer queue has been full for longer
+// than --queue-full-timeout, so new work is refused before it is fetched
+// and held.
+func (s *Server) admitQueue(w http.ResponseWriter, t *target) bool {
+	if s.opts.QueueFullTimeout <= 0 {
+		return true
+	}
+	d := s.opts.Backlog.FullFor()
+	if d <= s.opts.QueueFullTimeout {
+		return true
+	}
+	w.Header().Set("Retry-After", "5")
+	textError(w, http.StatusServiceUnavailable, fmt.Sprintf(
+		"warcproxy: the WARC writer queue has been full for %s (--queue-full-timeout %s); not fetching %s",
+		d.Round(time.Millisecond), s.opts.QueueFullTimeout, t.uri()))
+	return false
+}
+
+// admit reads the crawler's Warcprox-Meta header, if any, into ex (its
+// meta and WARC prefix) and answers the request itself when the header is
+// invalid (400), a limit is reached (420/430) or a block rule applies
+// (403), in warcprox's order. It reports whether to go on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, ex *capture.Exchange) bool {
+	ex.Prefix = s.opts.Prefix
+	// The first header counts, as in warcprox.
+	raw := r.Header.Get(warcproxmeta.HeaderName)
+	if raw == "" {
+		return true
+	}
+	meta, err := warcproxmeta.Parse(raw)
+	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
+		if perr := writer.CheckPrefix(*meta.WarcPrefix); perr != nil {
+			err = fmt.Errorf("%w: field \"warc-prefix\": %v", warcproxmeta.ErrInvalid, perr)
+		}
+	}
+	if err != nil {
+		s.logger.Info("bad Warcprox-Meta header", "url", ex.TargetURI, "err", err)
+		textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
+		return false
+	}
+	ex.Meta = meta
+	if !s.enforceLimits(w, r, ex) {
+		return false
+	}
+	if rule := meta.BlockingRule(ex.TargetURI); rule != nil {
+		w.Header().Set(warcproxmeta.HeaderName, warcproxmeta.BlockedHeader(rule))
+		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+warcproxmeta.ASCIIJSON(rule.Raw))
+		return false
+	}
+	if meta.WarcPrefix != nil {
+		ex.Prefix = *meta.WarcPrefix
+	}
+	return true
+}
+
+// enforceLimits answers 420 (limits) or 430 (soft-limits) with warcprox's
+// headers when a bucket the request counts in has reached one, and reports
+// whether to go on.
+func (s *Server) enforceLimits(w http.ResponseWriter, r *http.Request, ex *capture.Exchange) bool {
+	reached, err := s.opts.Capture.CheckLimits(r.Context(), ex.TargetURI, ex.Meta)
+	if err != nil {
+		s.logger.Error("cannot check limits: statistics unavailable", "url", ex.TargetURI, "err", err)
+		w.Header().Set("Retry-After", "5")
+		textError(w, http.StatusServiceUnavailable, "warcproxy: cannot check Warcprox-Meta limits: statistics unavailable: "+err.Error())
+		return false
+	}
+	if reached == nil {
+		return true
+	}
+	rejectLimit(w, r, reached)
+	s.logger.Info("request rejected: limit reached", "url", ex.TargetURI, "limit", reached.Key, "value", reached.Limit, "soft", reached.Soft)
+	return false
+}
+
+// rejectLimit sends warcprox's answer to a request over a limit: "420
+// Reached limit" or "430 Reached soft limit" (net/http cannot send those
+// reason phrases, so the response is written on the hijacked connection,
+// which is closed after it, as warcprox closes it).
+func rejectLimit(w http.ResponseWriter, r *http.Request, x *warcproxmeta.LimitReached) {
+	status, reason := x.Status()
+	meta, body := x.Header(), x.Body()
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, bw, err := hj.Hijack(); err == nil {
+			defer c.Close()
+			proto := "HTTP/1.1"
+			if r.ProtoMajor == 1 && r.ProtoMinor == 0 {
+				proto = "HTTP/1.0"
+			}
+			fmt.Fprintf(bw, "%s %d %s\r\nContent-Type: text/plain;charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n%s: %s\r\n\r\n",
+				proto, status, reason, len(body), warcproxmeta.HeaderName, meta)
+			if r.Method != http.MethodHead {
+				_, _ = bw.WriteString(body)
+			}
+			_ = bw.Flush()
+			return
+		}
+	}
+	h := w.Header()
+	h.Set(warcproxmeta.HeaderName, meta)
+	h.Set("Content-Type", "text/plain;charset=utf-8")
+	h.Set("Connection", "close")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = io.WriteString(w, body)
+	}
+}

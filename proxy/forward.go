@@ -1,0 +1,201 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/warcproxy/warcproxy/capture"
+	"github.com/warcproxy/warcproxy/internal/bufpool"
+	"github.com/warcproxy/warcproxy/wire"
+)
+
+// forward fetches and records one exchange, in named steps: admit, open
+// the capture, fetch (send the request, read the response head), respond
+// (the head to the client), stream (the body to the client), then submit
+// the exchange to the capture stage. For a 101 Switching Protocols answer
+// it returns the function that runs the tunnel which follows, so that it
+// runs outside the in-flight accounting that shutdown waits for.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (splice func()) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	if !s.admitQueue(w, t) {
+		return nil
+	}
+	ex := &capture.Exchange{Start: time.Now(), TargetURI: t.uri(), Method: r.Method, Referer: r.Header.Get("Referer")}
+	if !s.admit(w, r, ex) {
+		return nil
+	}
+	s.opts.Capture.Open(ex)
+	defer s.opts.Capture.Abandon(ex) // no-op once submitted
+	f, err := s.fetch(w, r, t, ex)
+	if err != nil {
+		s.fetchFailed(w, r, ex, err)
+		return nil
+	}
+	if f.resp.StatusCode == http.StatusSwitchingProtocols {
+		f.stop()
+		s.finish(f, ex)
+		return func() { s.splice(w, f.c, f.resp) }
+	}
+	s.respond(w, f.resp, ex)
+	aborted := s.stream(w, f, ex)
+	s.finish(f, ex)
+	if s.logger.Enabled(r.Context(), slog.LevelDebug) {
+		s.logger.Debug("exchange", "method", r.Method, "url", ex.TargetURI, "status", ex.Status,
+			"bytes", ex.ResEnd-ex.ResStart, "truncated", ex.Truncated, "archived", ex.Archived())
+	}
+	if aborted {
+		// Do not end the response cleanly: the client must see that it
+		// did not get the whole body.
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// fetched is an origin's answer to a forwarded request, read up to the
+// end of its head.
+type fetched struct {
+	c    *wire.Conn
+	resp *http.Response
+	// stop ends the watch that closes c when the client goes away; it
+	// reports false if the client went away first (c is closed then).
+	stop          func() bool
+	reusable      bool
+	brokenFraming bool // the chunked body broke off with bad framing
+}
+
+// fetch sends the request upstream and reads the final response head. A
+// request that failed on a reused connection before any response byte is
+// sent once more on a new one when it is safe to repeat.
+func (s *Server) fetch(w http.ResponseWriter, r *http.Request, t *target, ex *capture.Exchange) (*fetched, error) {
+	upgrade := wire.IsUpgrade(r.Header)
+	headBuf := bufpool.Get()
+	defer bufpool.Put(headBuf)
+	out := s.outbound(w, r, t, upgrade, (*headBuf)[:0])
+	ctx := r.Context()
+	pre, sni := t.tunnelConn()
+	for attempt := 0; ; attempt++ {
+		out.ReqRec, out.ResRec = recorders(ex)
+		c, err := s.up.Get(ctx, t.scheme, t.hostport, sni, pre, attempt > 0)
+		pre = nil
+		if err != nil {
+			return nil, err
+		}
+		f, err := s.roundTrip(ctx, c, out, ex)
+		if err == nil {
+			f.reusable = !f.resp.Close && !upgrade
+			return f, nil
+		}
+		// A connection that sat idle may have been closed by the origin.
+		if attempt > 0 || out.Body != nil || !safeMethod(r.Method) || !wire.IsStale(c, err) || ctx.Err() != nil {
+			return nil, err
+		}
+		s.opts.Capture.Rerecord(ex)
+	}
+}
+
+// recorders are where the wire client copies the request and response
+// bytes; nil (not recorded) when the exchange is not archived.
+func recorders(ex *capture.Exchange) (req, res io.Writer) {
+	if ex.Request == nil {
+		return nil, nil
+	}
+	return ex.Request, ex.Response
+}
+
+// outbound is the request as sent upstream: our serialized head, and the
+// client's body, read with the socket timeout so that a client that
+// stalls cannot hold the origin connection and its slot.
+func (s *Server) outbound(w http.ResponseWriter, r *http.Request, t *target, upgrade bool, buf []byte) *wire.Outbound {
+	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	host := r.Host
+	if host == "" {
+		host = t.authority()
+	}
+	out := &wire.Outbound{Method: r.Method, Head: wire.RequestHead(buf, r, host, t.requestURI, upgrade, hasBody), Length: r.ContentLength}
+	if hasBody {
+		out.Body = s.clientBody(w, r)
+		out.Expect = strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	}
+	return out
+}
+
+// roundTrip runs one attempt on c and fills in what the response head
+// tells about the exchange.
+func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound, ex *capture.Exchange) (*fetched, error) {
+	if s.opts.FetchTimeout > 0 {
+		c.SetFetchEnd(ex.Start.Add(s.opts.FetchTimeout))
+	}
+	// Close the origin connection if the client goes away or a forced
+	// shutdown comes, so that nothing waits on it for the socket timeout,
+	// in the head or in the body.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	resp, start, err := s.up.RoundTrip(c, out)
+	if err == nil && resp.ProtoMajor == 1 && resp.ProtoMinor == 0 && ex.Response != nil &&
+		ex.Response.HasTransferEncoding(start, c.Consumed()) {
+		// RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is faulty
+		// framing; readers would de-chunk a body net/http passes raw.
+		err = fmt.Errorf("%w: Transfer-Encoding in an HTTP/1.0 response", wire.ErrNotHTTP)
+	}
+	if err != nil {
+		stop()
+		c.Close()
+		return nil, err
+	}
+	ex.ResStart, ex.HeadEnd, ex.IP, ex.Status = start, c.Consumed(), c.IP(), resp.StatusCode
+	if v := resp.Header.Values("Content-Type"); len(v) > 0 {
+		ex.ContentType, ex.HasContentType = v[0], true
+	}
+	return &fetched{c: c, resp: resp, stop: stop}, nil
+}
+
+// fetchFailed answers a request whose fetch got no response. A client
+// that left first is not answered at all.
+func (s *Server) fetchFailed(w http.ResponseWriter, r *http.Request, ex *capture.Exchange, err error) {
+	var cbe *wire.ClientBodyError
+	if r.Context().Err() != nil && !errors.As(err, &cbe) {
+		// The client left (or a forced shutdown came) first: not the
+		// origin's fault, and nobody to answer. Abort, so that net/http
+		// does not answer an empty 200 for us either.
+		s.logger.Debug("client gone before the response", "url", ex.TargetURI, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	status, kind, label := s.noteUpstreamError(ex.TargetURI, err)
+	textError(w, status, fmt.Sprintf("warcproxy: %s fetching %s: %v", kind, ex.TargetURI, err))
+	s.opts.Capture.FetchFailed(ex, label, err)
+}
+
+// finish ends the fetch: the origin connection goes back to the pool when
+// it can carry another request, and the exchange goes to the capture
+// stage.
+func (s *Server) finish(f *fetched, ex *capture.Exchange) {
+	ex.ResEnd = f.c.Consumed()
+	if f.brokenFraming && ex.Response != nil {
+		ex.ResEnd, ex.Payload.H = ex.Response.RecutChunked(ex.HeadEnd, ex.ResEnd)
+	}
+	s.metrics.response(ex.ResEnd - ex.ResStart)
+	switch {
+	case f.resp.StatusCode == http.StatusSwitchingProtocols:
+		// The connection becomes the tunnel.
+	case f.reusable && ex.Truncated == "" && f.c.Buffered() == 0:
+		s.up.Put(f.c)
+	default:
+		f.c.Close()
+	}
+	s.opts.Capture.Submit(ex)
+}
+
+// safeMethod reports whether a request may be repeated automatically
+// (RFC 9110 9.2.2: a proxy must not retry non-idempotent requests; like
+// net/http, only safe methods are retried).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions || m == http.MethodTrace
+}
