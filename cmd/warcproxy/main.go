@@ -36,6 +36,9 @@ func realMain(args []string) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if err == nil && !cfg.ShowVersion {
+		err = cfg.CheckFiles()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "warcproxy: %v\nRun warcproxy --help for usage.\n", err)
 		return 2

@@ -341,3 +341,41 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	}
 	require.True(t, found, "what was answered before the signals is on disk")
 }
+
+// TestBadProxyAuthFileExits2BeforeAnything: a missing, malformed or empty
+// --proxy-auth-file is a configuration error: exit 2 with a message naming
+// the flag, and no CA, database or WARC directory created.
+func TestBadProxyAuthFileExits2BeforeAnything(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"missing", "", "no such file"},
+		{"malformed", "# users\nalice-no-colon\n", "line 2: want user:password"},
+		{"empty", "# nobody yet\n\n", "no user:password lines"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			auth := filepath.Join(dir, "auth")
+			if tc.name != "missing" {
+				require.NoError(t, os.WriteFile(auth, []byte(tc.content), 0o600))
+			}
+			code, out := runMain(t, "--port", "0", "--dir", filepath.Join(dir, "warcs"),
+				"--cacert", filepath.Join(dir, "ca.pem"), "--dedup-db", "embedded:"+filepath.Join(dir, "warcproxy.db"),
+				"--proxy-auth-file", auth)
+			require.Equal(t, 2, code, out)
+			require.Contains(t, out, "--proxy-auth-file")
+			require.Contains(t, out, tc.want)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			if tc.name == "missing" {
+				require.Empty(t, names, "nothing created")
+			} else {
+				require.Equal(t, []string{"auth"}, names, "nothing created")
+			}
+		})
+	}
+}

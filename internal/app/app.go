@@ -83,6 +83,11 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// What the configuration names on disk, before anything is created
+	// (the command has checked it already, to exit 2).
+	if err := cfg.CheckFiles(); err != nil {
+		return nil, err
+	}
 	a := &App{cfg: cfg, version: version, logger: logger, started: time.Now()}
 	built := false
 	defer func() {

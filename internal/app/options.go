@@ -81,7 +81,7 @@ func captureOptions(a *App) capture.Options {
 
 func proxyOptions(a *App) proxy.Options {
 	cfg := a.cfg
-	pairs, _ := cfg.ProxyAuthPairs() // validated with the config
+	pairs, _ := cfg.ProxyAuthPairs() // New read them first
 	return proxy.Options{
 		CA:               a.ca,
 		Capture:          a.Capture,

@@ -6,9 +6,20 @@ import (
 	"strings"
 )
 
+// CheckFiles checks what the configuration names on disk, which Validate
+// leaves alone (a deployment's configuration is checked where its files do
+// not exist): a missing, unreadable or empty --proxy-auth-file. The
+// command runs it after Parse, so that a bad file exits 2 before anything
+// is created.
+func (c Config) CheckFiles() error {
+	if _, err := c.ProxyAuthPairs(); err != nil {
+		return fmt.Errorf("--proxy-auth-file: %w", err)
+	}
+	return nil
+}
+
 // ProxyAuthPairs returns the accepted user:password pairs of --proxy-auth
-// and --proxy-auth-file. Validate calls it, so that a missing, unreadable
-// or empty file is a configuration error before anything is created.
+// and --proxy-auth-file.
 func (c Config) ProxyAuthPairs() ([]string, error) {
 	var pairs []string
 	if c.ProxyAuth != "" {

@@ -170,139 +170,158 @@ var filenamePlaceholders = []string{
 // line naming the flag. Parse calls it; call it yourself on a Config built in
 // code.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
-	}
-	positive := func(flag string, d time.Duration) {
-		if d <= 0 {
-			bad(flag, "must be more than 0, got %s", formatDuration(d))
-		}
-	}
-	notNegative := func(flag string, n int64) {
-		if n < 0 {
-			bad(flag, "must not be negative, got %d", n)
-		}
-	}
-	atLeastOne := func(flag string, n int) {
-		if n < 1 {
-			bad(flag, "must be at least 1, got %d", n)
-		}
-	}
-	oneOf := func(flag, v string, choices []string) {
-		if !slices.Contains(choices, v) {
-			bad(flag, "%q is not one of %s", v, strings.Join(choices, ", "))
-		}
-	}
+	var p problems
+	c.validateStores(&p)
+	c.validateListen(&p)
+	c.validateOutput(&p)
+	c.validateLimits(&p)
+	p.oneOf("log-level", c.LogLevel, logLevels)
+	p.oneOf("log-format", c.LogFormat, logFormats)
+	return errors.Join(p...)
+}
 
+// problems collects what Validate finds, each naming its flag.
+type problems []error
+
+func (p *problems) bad(flag, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+}
+
+func (p *problems) positive(flag string, d time.Duration) {
+	if d <= 0 {
+		p.bad(flag, "must be more than 0, got %s", formatDuration(d))
+	}
+}
+
+func (p *problems) notNegative(flag string, n int64) {
+	if n < 0 {
+		p.bad(flag, "must not be negative, got %d", n)
+	}
+}
+
+func (p *problems) atLeastOne(flag string, n int) {
+	if n < 1 {
+		p.bad(flag, "must be at least 1, got %d", n)
+	}
+}
+
+func (p *problems) oneOf(flag, v string, choices []string) {
+	if !slices.Contains(choices, v) {
+		p.bad(flag, "%q is not one of %s", v, strings.Join(choices, ", "))
+	}
+}
+
+// validateStores checks the dedup and stats stores and the CDX server.
+func (c Config) validateStores(p *problems) {
 	for flag, v := range map[string]string{"dedup-db": c.DedupDB, "stats-db": c.StatsDB} {
 		if _, err := store.Parse(v); err != nil {
-			bad(flag, "%v", err)
+			p.bad(flag, "%v", err)
 		}
 	}
-	notNegative("dedup-min-text-size", c.DedupMinTextSize)
-	notNegative("dedup-min-binary-size", c.DedupMinBinarySize)
+	p.notNegative("dedup-min-text-size", c.DedupMinTextSize)
+	p.notNegative("dedup-min-binary-size", c.DedupMinBinarySize)
 	if c.BlackoutPeriod < 0 {
-		bad("blackout-period", "must not be negative (0 turns it off), got %s", c.BlackoutPeriod)
+		p.bad("blackout-period", "must not be negative (0 turns it off), got %s", c.BlackoutPeriod)
 	}
-	atLeastOne("cdxserver-dedup-max-threads", c.CDXServerDedupMaxThreads)
-	positive("cdxserver-dedup-timeout", c.CDXServerDedupTimeout)
+	p.atLeastOne("cdxserver-dedup-max-threads", c.CDXServerDedupMaxThreads)
+	p.positive("cdxserver-dedup-timeout", c.CDXServerDedupTimeout)
 	if c.CDXServerDedup != "" {
 		if u, err := url.Parse(c.CDXServerDedup); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("cdxserver-dedup", "%q: want the CDX API's http:// or https:// URL, e.g. https://web.archive.org/cdx/search", c.CDXServerDedup)
+			p.bad("cdxserver-dedup", "%q: want the CDX API's http:// or https:// URL, e.g. https://web.archive.org/cdx/search", c.CDXServerDedup)
 		}
 		if c.DigestAlgorithm != string(digest.SHA1) {
-			bad("cdxserver-dedup", "needs --digest-algorithm sha1 (got %s): CDX servers index SHA-1 payload digests, so other digests never match", c.DigestAlgorithm)
+			p.bad("cdxserver-dedup", "needs --digest-algorithm sha1 (got %s): CDX servers index SHA-1 payload digests, so other digests never match", c.DigestAlgorithm)
 		}
 	}
 	if strings.ContainsAny(c.CDXServerDedupCookies, "\r\n") {
-		bad("cdxserver-dedup-cookies", "must not contain line breaks")
+		p.bad("cdxserver-dedup-cookies", "must not contain line breaks")
 	}
+}
+
+// validateListen checks where the proxy and its metrics listen, and who
+// may use them.
+func (c Config) validateListen(p *problems) {
 	if c.Pprof && c.MetricsAddress == "" {
-		bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")
+		p.bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")
 	}
 	if c.MetricsAddress != "" {
 		if _, port, err := net.SplitHostPort(c.MetricsAddress); err != nil || port == "" {
-			bad("metrics-address", "%q: want host:port, e.g. 127.0.0.1:9100", c.MetricsAddress)
+			p.bad("metrics-address", "%q: want host:port, e.g. 127.0.0.1:9100", c.MetricsAddress)
 		}
 	}
 	if host, _, err := net.SplitHostPort(c.Address); err == nil {
-		bad("address", "%q includes a port; give the host only (%q) and the port with --port", c.Address, host)
+		p.bad("address", "%q includes a port; give the host only (%q) and the port with --port", c.Address, host)
 	} else if strings.HasPrefix(c.Address, "[") {
-		bad("address", "%q: write an IPv6 address without brackets", c.Address)
+		p.bad("address", "%q: write an IPv6 address without brackets", c.Address)
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		bad("port", "must be between 0 and 65535, got %d", c.Port)
+		p.bad("port", "must be between 0 and 65535, got %d", c.Port)
 	}
+	if c.CACert == "" {
+		p.bad("cacert", "must not be empty")
+	}
+	if c.ProxyAuth != "" && !strings.Contains(c.ProxyAuth, ":") {
+		p.bad("proxy-auth", "want user:password")
+	}
+}
+
+// validateOutput checks what the WARC files are named and hold.
+func (c Config) validateOutput(p *problems) {
 	if c.Dir == "" {
-		bad("dir", "must not be empty")
+		p.bad("dir", "must not be empty")
 	}
 	switch {
 	case c.Prefix == "":
-		bad("prefix", "must not be empty (use - to proxy without archiving)")
+		p.bad("prefix", "must not be empty (use - to proxy without archiving)")
 	case c.Prefix != "-" && strings.ContainsAny(c.Prefix, "/\\\x00"):
-		bad("prefix", "%q must not contain / or \\ (it becomes part of a file name)", c.Prefix)
+		p.bad("prefix", "%q must not contain / or \\ (it becomes part of a file name)", c.Prefix)
 	}
 	if err := checkFilenameTemplate(c.WARCFilename); err != nil {
-		bad("warc-filename", "%v", err)
+		p.bad("warc-filename", "%v", err)
 	}
 	if c.GzipLevel < 0 || c.GzipLevel > 9 {
-		bad("gzip-level", "must be between 1 and 9, or 0 for the default, got %d", c.GzipLevel)
+		p.bad("gzip-level", "must be between 1 and 9, or 0 for the default, got %d", c.GzipLevel)
 	}
-	oneOf("warc-version", c.WARCVersion, warcVersions)
+	p.oneOf("warc-version", c.WARCVersion, warcVersions)
 	if _, err := digest.Parse(c.DigestAlgorithm); err != nil {
-		bad("digest-algorithm", "%q is not one of %s", c.DigestAlgorithm, strings.Join(digestAlgs, ", "))
+		p.bad("digest-algorithm", "%q is not one of %s", c.DigestAlgorithm, strings.Join(digestAlgs, ", "))
 	}
-	if c.CACert == "" {
-		bad("cacert", "must not be empty")
-	}
-
-	atLeastOne("max-conns", c.MaxConns)
-	positive("conn-wait-timeout", c.ConnWaitTimeout)
-	positive("idle-timeout", c.IdleTimeout)
-	positive("header-timeout", c.HeaderTimeout)
-	if c.MaxHeaderBytes <= 0 {
-		bad("max-header-bytes", "must be more than 0, got %d", c.MaxHeaderBytes)
-	}
-
-	atLeastOne("writer-workers", c.WriterWorkers)
-	atLeastOne("queue-size", c.QueueSize)
-	positive("queue-full-timeout", c.QueueFullTimeout)
-
+	p.atLeastOne("writer-workers", c.WriterWorkers)
 	if c.RolloverSize <= 0 {
-		bad("rollover-size", "must be more than 0, got %d", c.RolloverSize)
+		p.bad("rollover-size", "must be more than 0, got %d", c.RolloverSize)
 	}
 	if c.RolloverIdleTime < 0 {
-		bad("rollover-idle-time", "must not be negative (0 turns it off), got %s", c.RolloverIdleTime)
+		p.bad("rollover-idle-time", "must not be negative (0 turns it off), got %s", c.RolloverIdleTime)
 	}
 	if c.MaxOpenWARCs < 0 {
-		bad("max-open-warcs", "must not be negative (0: no bound), got %d", c.MaxOpenWARCs)
+		p.bad("max-open-warcs", "must not be negative (0: no bound), got %d", c.MaxOpenWARCs)
 	}
+}
 
-	notNegative("tmp-file-max-memory", c.TmpFileMaxMemory)
-	notNegative("spool-memory", c.SpoolMemory)
-	notNegative("max-resource-size", c.MaxResourceSize)
-
-	positive("socket-timeout", c.SocketTimeout)
+// validateLimits checks connection, queue, memory and time limits.
+func (c Config) validateLimits(p *problems) {
+	p.atLeastOne("max-conns", c.MaxConns)
+	p.positive("conn-wait-timeout", c.ConnWaitTimeout)
+	p.positive("idle-timeout", c.IdleTimeout)
+	p.positive("header-timeout", c.HeaderTimeout)
+	if c.MaxHeaderBytes <= 0 {
+		p.bad("max-header-bytes", "must be more than 0, got %d", c.MaxHeaderBytes)
+	}
+	p.atLeastOne("queue-size", c.QueueSize)
+	p.positive("queue-full-timeout", c.QueueFullTimeout)
+	p.notNegative("tmp-file-max-memory", c.TmpFileMaxMemory)
+	p.notNegative("spool-memory", c.SpoolMemory)
+	p.notNegative("max-resource-size", c.MaxResourceSize)
+	p.positive("socket-timeout", c.SocketTimeout)
 	if c.FetchTimeout < 0 {
-		bad("fetch-timeout", "must not be negative (0 turns it off), got %s", c.FetchTimeout)
+		p.bad("fetch-timeout", "must not be negative (0 turns it off), got %s", c.FetchTimeout)
 	}
 	for _, m := range c.MethodFilter {
 		if !httpguts.ValidHeaderFieldName(m) {
-			bad("method-filter", "%q is not an HTTP method (give one method per flag: --method-filter GET --method-filter POST)", m)
+			p.bad("method-filter", "%q is not an HTTP method (give one method per flag: --method-filter GET --method-filter POST)", m)
 		}
 	}
-	positive("shutdown-timeout", c.ShutdownTimeout)
-	if c.ProxyAuth != "" && !strings.Contains(c.ProxyAuth, ":") {
-		bad("proxy-auth", "want user:password")
-	}
-	if _, err := c.ProxyAuthPairs(); err != nil && c.ProxyAuthFile != "" {
-		bad("proxy-auth-file", "%v", err)
-	}
-
-	oneOf("log-level", c.LogLevel, logLevels)
-	oneOf("log-format", c.LogFormat, logFormats)
-	return errors.Join(errs...)
+	p.positive("shutdown-timeout", c.ShutdownTimeout)
 }
 
 // checkFilenameTemplate accepts what the writer expands: Python str.format
