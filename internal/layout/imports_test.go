@@ -1,0 +1,84 @@
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/warcproxy/warcproxy/"
+
+// pkgs lists the module's packages (without tests) as go list sees them:
+// each one's direct imports and all its dependencies.
+func pkgs(t *testing.T) (imports, deps map[string][]string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports, deps = map[string][]string{}, map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "|")
+		name := strings.TrimPrefix(f[0], module)
+		imports[name] = ours(f[1])
+		deps[name] = ours(f[2])
+	}
+	return imports, deps
+}
+
+// ours keeps the module's own packages, without the module path.
+func ours(list string) []string {
+	var keep []string
+	for _, p := range strings.Fields(list) {
+		if strings.HasPrefix(p, module) {
+			keep = append(keep, strings.TrimPrefix(p, module))
+		}
+	}
+	return keep
+}
+
+// TestImportRules: the stages after the front end never reach back into
+// it, the front end leaves dedup, stats and the crawl log to the capture
+// stage, and only the command (and the test helper that starts the same
+// wiring) imports the wiring.
+func TestImportRules(t *testing.T) {
+	imports, deps := pkgs(t)
+	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "internal/app"} {
+		if _, ok := imports[pkg]; !ok {
+			t.Fatalf("go list did not list %s", pkg)
+		}
+	}
+	never := func(pkg string, forbidden ...string) {
+		for _, d := range deps[pkg] {
+			if slices.Contains(forbidden, d) {
+				t.Errorf("%s depends on %s", pkg, d)
+			}
+		}
+	}
+	// Backends, the writer and the other leaves: not the front end, not
+	// the capture stage, not the wiring.
+	for _, leaf := range []string{"writer", "dedup", "stats", "crawllog", "cdxj", "warcproxmeta", "mitm",
+		"internal/store", "internal/spool", "internal/warcscan"} {
+		never(leaf, "proxy", "capture", "wire", "internal/app")
+	}
+	// The wire client records bytes; what becomes of them is not its
+	// business.
+	never("wire", "proxy", "capture", "writer", "dedup", "stats", "crawllog", "internal/app")
+	never("capture", "proxy", "internal/app")
+	for _, d := range imports["proxy"] {
+		if slices.Contains([]string{"dedup", "stats", "crawllog", "cdxj", "internal/store", "internal/app"}, d) {
+			t.Errorf("the front end imports %s", d)
+		}
+	}
+	for pkg, list := range imports {
+		if slices.Contains(list, "internal/app") && pkg != "cmd/warcproxy" && pkg != "internal/testutil/proxytest" {
+			t.Errorf("%s imports the wiring (internal/app)", pkg)
+		}
+	}
+}
