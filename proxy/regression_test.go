@@ -123,21 +123,19 @@ func TestShutdownCutsTricklingOriginHead(t *testing.T) {
 			}
 		}
 	})
-	p := proxytest.Start(t, nil)
+	p := proxytest.Start(t, func(c *config.Config) { c.ShutdownTimeout = time.Second })
 	go func() { _, _, _ = rawGet(t, p, "GET", "http://"+origin.addr()+"/slow-head", time.Minute) }()
 	time.Sleep(500 * time.Millisecond)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- p.App.Shutdown(ctx, ctx) }()
+	go func() { done <- p.Shutdown() }()
 	select {
 	case err := <-done:
 		t.Logf("shutdown returned after %s", time.Since(start))
 		require.ErrorIs(t, err, context.DeadlineExceeded, "a forced shutdown says so")
 	case <-time.After(14 * time.Second):
-		t.Errorf("Shutdown with a 1 s deadline still blocked after %s: forward is stuck in roundTrip, "+
+		t.Errorf("Shutdown with a 1 s budget still blocked after %s: forward is stuck in roundTrip, "+
 			"which never looks at the request context", time.Since(start).Round(time.Second))
 		close(origin.stop) // let it unwind
 		err := <-done

@@ -5,7 +5,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/oklog/run"
 
 	"github.com/warcproxy/warcproxy/internal/app"
 	"github.com/warcproxy/warcproxy/internal/config"
@@ -54,52 +50,21 @@ func realMain(args []string) int {
 		return 1
 	}
 
-	var g run.Group
-	// Signals: the first starts a graceful shutdown; a second one forces it.
+	// The first signal stops the proxy gracefully, within
+	// --shutdown-timeout; a second one ends that budget at once.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	stopSignals := make(chan struct{})
-	g.Add(func() error {
-		select {
-		case sig := <-sigs:
-			logger.Info("signal received, shutting down (send it again to force)", "signal", sig.String())
-		case <-stopSignals:
-		}
-		return nil
-	}, func(error) { close(stopSignals) })
-
-	serveErr := make(chan error, 1)
-	var shutdownErr error
-	g.Add(func() error {
-		err := a.Serve()
-		serveErr <- err
-		return err
-	}, func(error) {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		drainCtx, cancelDrain := context.WithCancel(context.Background())
-		defer cancelDrain()
-		go func() {
-			select {
-			case sig := <-sigs:
-				logger.Warn("second signal: forcing shutdown", "signal", sig.String())
-				cancel()
-				cancelDrain()
-				// Whatever happens, exit soon; only whole records are on disk.
-				time.AfterFunc(5*time.Second, func() { os.Exit(1) })
-			case <-drainCtx.Done():
-			}
-		}()
-		if shutdownErr = a.Shutdown(ctx, drainCtx); shutdownErr != nil {
-			logger.Error("shutdown incomplete", "err", shutdownErr)
-		}
-	})
-	if err := g.Run(); err != nil {
-		logger.Error("proxy failed", "err", err)
-		return 1
-	}
-	if err := <-serveErr; err != nil || shutdownErr != nil {
+	stop, force := make(chan struct{}), make(chan struct{})
+	go func() {
+		sig := <-sigs
+		logger.Info("signal received, shutting down (send it again to force)", "signal", sig.String())
+		close(stop)
+		sig = <-sigs
+		logger.Warn("second signal: forcing shutdown; files keep whole records only", "signal", sig.String())
+		close(force)
+	}()
+	if err := a.Run(stop, force); err != nil {
 		return 1 // scripts must see that captures may be missing
 	}
 	return 0

@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -200,9 +199,6 @@ func (a *App) undo() {
 	if a.Pool != nil {
 		_ = a.Pool.Close(context.Background())
 	}
-	if a.indexer != nil {
-		_ = a.indexer.close(context.Background())
-	}
 	if a.ln != nil {
 		a.ln.Close()
 	}
@@ -237,60 +233,3 @@ func (a *App) Addr() *net.TCPAddr { return a.ln.Addr().(*net.TCPAddr) }
 
 // CACertFile is the client copy of the CA certificate.
 func (a *App) CACertFile() string { return mitm.CertOnlyPath(a.cfg.CACert) }
-
-// Serve runs the proxy (and the metrics listener) until Shutdown; it
-// returns nil after a shutdown.
-func (a *App) Serve() error {
-	a.logger.Info("warcproxy listening",
-		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
-		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
-		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns, "pid", os.Getpid())
-	if a.msrv != nil {
-		a.logger.Info("serving /metrics and /status", "address", a.mln.Addr().String())
-		go func() {
-			if err := a.msrv.Serve(a.mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				a.logger.Error("metrics listener failed", "err", err)
-			}
-		}()
-	}
-	err := a.Proxy.Serve(a.ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
-}
-
-// Shutdown stops accepting, waits for in-flight exchanges (until ctx ends),
-// then drains the writer queue and closes every WARC file. drainCtx bounds
-// the drain; a second signal cancels it.
-func (a *App) Shutdown(ctx, drainCtx context.Context) error {
-	a.logger.Info("shutting down: finishing in-flight exchanges")
-	errProxy := a.Proxy.Shutdown(ctx, drainCtx)
-	if errProxy != nil {
-		a.logger.Warn("in-flight exchanges cut short", "err", errProxy)
-	}
-	errPool := a.Pool.Close(drainCtx)
-	if a.indexer != nil {
-		// Every file is closed now: let their indexes be written.
-		if err := a.indexer.close(drainCtx); err != nil {
-			a.logger.Error("closing the CDXJ indexer", "err", err)
-			errPool = errors.Join(errPool, err)
-		}
-	}
-	// After the drain: every written capture has made its dedup save,
-	// stats increment and crawl log line; flush them.
-	errBackends := a.closeBackends(drainCtx)
-	if errBackends != nil {
-		a.logger.Error("closing databases", "err", errBackends)
-	}
-	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
-	a.rates.Stop()
-	if a.msrv != nil {
-		// Last, so a scrape can watch the drain.
-		_ = a.msrv.Close()
-	}
-	if errPool == nil && errBackends == nil {
-		a.logger.Info("shutdown complete: writer queue drained, WARC files closed, databases flushed")
-	}
-	return errors.Join(errProxy, errPool, errBackends)
-}

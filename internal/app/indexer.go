@@ -4,44 +4,98 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/warcproxy/warcproxy/cdxj"
 )
 
-// indexer writes the CDXJ index of each closed WARC file, one file at a
-// time, off the writer goroutines.
+// indexer writes the CDXJ index of each closed WARC file (--cdxj), one
+// file at a time, off the writer goroutines. Files queue without bound
+// (a restart may recover many at once); the queue holds names only.
 type indexer struct {
-	files  chan string
-	done   chan struct{}
 	logger *slog.Logger
+
+	mu     sync.Mutex
+	queue  []string
+	closed bool
+	wake   chan struct{} // a token when the queue grew or closed
 }
 
 func newIndexer(logger *slog.Logger) *indexer {
-	ix := &indexer{files: make(chan string, 1024), done: make(chan struct{}), logger: logger}
-	go func() {
-		defer close(ix.done)
-		for path := range ix.files {
-			out, err := cdxj.WriteBeside(path)
-			if err != nil {
-				ix.logger.Error("writing the CDXJ index failed", "file", path, "err", err)
-				continue
-			}
-			ix.logger.Debug("wrote CDXJ index", "file", out)
-		}
-	}()
-	return ix
+	return &indexer{logger: logger, wake: make(chan struct{}, 1)}
 }
 
-// close waits (until ctx ends) for the files queued so far to be indexed.
-func (ix *indexer) close(ctx context.Context) error {
-	close(ix.files)
+// add queues a closed WARC file (the writer's OnClose).
+func (ix *indexer) add(path string) {
+	ix.mu.Lock()
+	ix.queue = append(ix.queue, path)
+	ix.mu.Unlock()
+	ix.signal()
+}
+
+// close says no more files come: run returns once the queue is empty.
+func (ix *indexer) close() {
+	ix.mu.Lock()
+	ix.closed = true
+	ix.mu.Unlock()
+	ix.signal()
+}
+
+func (ix *indexer) signal() {
 	select {
-	case <-ix.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("CDXJ indexing unfinished: %w", ctx.Err())
+	case ix.wake <- struct{}{}:
+	default:
 	}
 }
 
-// add queues a closed WARC file for indexing (the writer's OnClose).
-func (ix *indexer) add(path string) { ix.files <- path }
+// next takes the next file; ok is false once closed and empty.
+func (ix *indexer) next() (path string, ok, closed bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if len(ix.queue) == 0 {
+		return "", false, ix.closed
+	}
+	path, ix.queue = ix.queue[0], ix.queue[1:]
+	return path, true, false
+}
+
+// run indexes queued files until close and an empty queue, or until hard
+// ends (the shutdown budget is spent): the files left unindexed are
+// counted in the error (index them later with a CDXJ indexer such as
+// warcio.js's cdx-index).
+func (ix *indexer) run(hard context.Context) error {
+	for {
+		path, ok, closed := ix.next()
+		switch {
+		case closed:
+			return nil
+		case hard.Err() != nil:
+			ix.mu.Lock()
+			left := len(ix.queue)
+			ix.mu.Unlock()
+			if ok {
+				left++
+			}
+			if left == 0 {
+				return nil
+			}
+			return fmt.Errorf("CDXJ indexing unfinished at the shutdown deadline: %d files not indexed", left)
+		case ok:
+			ix.index(path)
+			continue
+		}
+		select {
+		case <-ix.wake:
+		case <-hard.Done():
+		}
+	}
+}
+
+func (ix *indexer) index(path string) {
+	out, err := cdxj.WriteBeside(path)
+	if err != nil {
+		ix.logger.Error("writing the CDXJ index failed", "file", path, "err", err)
+		return
+	}
+	ix.logger.Debug("wrote CDXJ index", "file", out)
+}

@@ -30,7 +30,10 @@ type Proxy struct {
 
 	tb       testing.TB
 	stopOnce sync.Once
+	stop     chan struct{}
 	served   chan error
+	runErr   error
+	errTaken bool // the test asked for the shutdown's error itself
 }
 
 // Start runs a proxy with test defaults (a temp dir, port 0, the test's CA);
@@ -73,26 +76,36 @@ func Start(tb testing.TB, mutate func(*config.Config), opts ...app.Option) *Prox
 	p := &Proxy{
 		App: a, Config: cfg, Dir: cfg.Dir, CAPool: pool, tb: tb,
 		URL:    &url.URL{Scheme: "http", Host: a.Addr().String()},
-		served: make(chan error, 1),
+		served: make(chan error, 1), stop: make(chan struct{}),
 	}
-	go func() { p.served <- a.Serve() }()
+	go func() { p.served <- a.Run(p.stop, nil) }()
 	tb.Cleanup(func() { p.Stop() })
 	return p
 }
 
-// Stop shuts the proxy down gracefully: in-flight exchanges finish, the
-// queue drains, WARC files are closed and renamed. Safe to call twice.
+// Stop shuts the proxy down gracefully, as the first SIGTERM does:
+// in-flight exchanges finish, the queue drains, WARC files are closed and
+// renamed, all within the config's ShutdownTimeout; an incomplete
+// shutdown fails the test. Safe to call twice.
 func (p *Proxy) Stop() {
+	if err := p.stopRun(); err != nil && !p.errTaken {
+		p.tb.Errorf("proxytest: shutdown: %v", err)
+	}
+}
+
+// Shutdown is Stop for a test that expects the shutdown to be cut short:
+// it returns what the command would exit 1 for.
+func (p *Proxy) Shutdown() error {
+	p.errTaken = true
+	return p.stopRun()
+}
+
+func (p *Proxy) stopRun() error {
 	p.stopOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := p.App.Shutdown(ctx, ctx); err != nil {
-			p.tb.Errorf("proxytest: shutdown: %v", err)
-		}
-		if err := <-p.served; err != nil {
-			p.tb.Errorf("proxytest: serve: %v", err)
-		}
+		close(p.stop)
+		p.runErr = <-p.served
 	})
+	return p.runErr
 }
 
 // Client returns an HTTP client that uses the proxy and trusts its CA.

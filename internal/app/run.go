@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/oklog/run"
+)
+
+// Run serves until stop is closed (the first SIGINT or SIGTERM) or a
+// component fails, then shuts down within --shutdown-timeout: the proxy
+// stops accepting and lets exchanges in flight finish for three quarters
+// of the budget, then cuts what is left (what those exchanges read is
+// still written, marked truncated); the writer drains its queue and
+// closes every file, the CDXJ indexer indexes them, dedup and stats
+// flush, and the metrics listener closes last, so a scrape can watch the
+// drain. At the end of the budget, or at once when force is closed (a
+// second signal), every component stops hard: writers finish the record
+// in hand, so files hold whole records only, and what was not done is
+// counted and logged. Run returns an error when anything failed, was cut
+// short or was lost: the command then exits 1.
+func (a *App) Run(stop, force <-chan struct{}) error {
+	sd := newShutdown(a.cfg.ShutdownTimeout, force)
+	defer sd.cancel() // ends the budget's clock and watcher once all is done
+	var g run.Group
+	var errs errList
+	proxyDone, writerDone, indexerDone, backendsDone := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+
+	quit := make(chan struct{})
+	g.Add(func() error {
+		select {
+		case <-stop:
+			a.logger.Info("shutting down: finishing in-flight exchanges", "shutdown_timeout", a.cfg.ShutdownTimeout)
+		case <-quit:
+		}
+		return nil
+	}, func(error) { close(quit) })
+	g.Add(func() error { return a.runProxy(proxyDone) }, func(error) {
+		go func() {
+			defer close(proxyDone)
+			errs.add("proxy", a.Proxy.Shutdown(sd.begin().soft, sd.hard))
+		}()
+	})
+	g.Add(func() error {
+		defer close(writerDone)
+		<-proxyDone
+		err := a.Pool.Close(sd.hard)
+		if a.indexer != nil {
+			a.indexer.close() // every file is closed: no more come
+		}
+		errs.add("writer", err)
+		return nil
+	}, func(error) {})
+	if a.indexer != nil {
+		// Ends when the writer has closed its last file and the queue is
+		// indexed (an actor that returned early would stop the group).
+		g.Add(func() error {
+			defer close(indexerDone)
+			errs.add("cdxj", a.indexer.run(sd.hard))
+			return nil
+		}, func(error) {})
+	} else {
+		close(indexerDone)
+	}
+	g.Add(func() error {
+		// After the drain: every written capture has made its dedup save,
+		// stats increment and crawl log line; flush them.
+		defer close(backendsDone)
+		<-writerDone
+		errs.add("databases", a.closeBackends(sd.hard))
+		return nil
+	}, func(error) {})
+	if a.msrv != nil {
+		a.addMetricsServer(&g, &errs, backendsDone)
+	}
+	runErr := g.Run()
+	<-indexerDone
+	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
+	a.rates.Stop()
+	err := errors.Join(runErr, errs.join())
+	if err == nil {
+		a.logger.Info("shutdown complete: writer queue drained, WARC files closed, databases flushed")
+	} else {
+		a.logger.Error("shutdown incomplete", "err", err)
+	}
+	return err
+}
+
+// runProxy serves the proxy port; after a shutdown it returns once the
+// proxy has stopped (proxyDone), so the group waits for it.
+func (a *App) runProxy(proxyDone <-chan struct{}) error {
+	a.logger.Info("warcproxy listening",
+		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
+		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
+		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns, "pid", os.Getpid())
+	err := a.Proxy.Serve(a.ln)
+	if !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("proxy listener: %w", err)
+	}
+	<-proxyDone
+	return nil
+}
+
+// addMetricsServer runs --metrics-address as its own actor: a listener
+// that fails stops the proxy too (exit 1); at shutdown it closes last.
+func (a *App) addMetricsServer(g *run.Group, errs *errList, backendsDone <-chan struct{}) {
+	a.logger.Info("serving /metrics and /status", "address", a.mln.Addr().String())
+	g.Add(func() error {
+		if err := a.msrv.Serve(a.mln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		return nil
+	}, func(error) {
+		go func() {
+			<-backendsDone
+			errs.add("metrics listener", a.msrv.Close())
+		}()
+	})
+}
+
+// shutdown is the budget of one shutdown: soft ends when exchanges in
+// flight are cut, hard when every component must stop.
+type shutdown struct {
+	timeout time.Duration
+	force   <-chan struct{}
+	once    sync.Once
+	soft    context.Context
+	hard    context.Context
+	cancel  context.CancelFunc
+}
+
+func newShutdown(timeout time.Duration, force <-chan struct{}) *shutdown {
+	sd := &shutdown{timeout: timeout, force: force}
+	// hard exists before the shutdown begins (the writer and the indexer
+	// wait on it); its clock starts with begin.
+	sd.hard, sd.cancel = context.WithCancel(context.Background())
+	return sd
+}
+
+// begin starts the clock, once.
+func (sd *shutdown) begin() *shutdown {
+	sd.once.Do(func() {
+		start := time.Now()
+		var cancelSoft context.CancelFunc
+		sd.soft, cancelSoft = context.WithDeadline(sd.hard, start.Add(sd.timeout*3/4))
+		deadline := time.AfterFunc(sd.timeout, sd.cancel)
+		go func() {
+			select {
+			case <-sd.force:
+				sd.cancel()
+			case <-sd.hard.Done():
+			}
+			deadline.Stop()
+			cancelSoft()
+		}()
+	})
+	return sd
+}
+
+// errList gathers the components' errors, each named.
+type errList struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errList) add(component string, err error) {
+	if err == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, fmt.Errorf("%s: %w", component, err))
+}
+
+func (l *errList) join() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.errs...)
+}
