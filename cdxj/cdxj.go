@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // IndexFile reads the closed WARC file at path (.warc.gz with one record
@@ -56,9 +58,13 @@ import (
 // without header fields runs on to the next CRLFCRLF (into the body, or
 // the record's end, which then counts in a .warc length); status is
 // String(Number(code)) ("NaN" for a non-number); the urlkey of a record
-// without WARC-Target-URI is "undefined". A .warc.gz file must hold one
-// record per gzip member (as warcproxy writes them); anything else is an
-// error.
+// without WARC-Target-URI is "undefined".
+//
+// The file must hold whole records as warcproxy writes them (the grammar
+// of internal/warcscan, which crash recovery also cuts files back to: in
+// a .warc.gz file one record per gzip member); anything else, where
+// warcio.js might still index something, is an error. The compression is
+// told by the file's first bytes, not its name.
 //
 // The file is read as a stream: memory grows with the number of index
 // lines (they are sorted at the end), not with the size of the file or its
@@ -69,13 +75,12 @@ func IndexFile(path string, out io.Writer) error {
 		return fmt.Errorf("opening warc file: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	s, err := newScanner(f)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
+	// The codec is sniffed: the index is of what the file holds.
+	ws := warcscan.New(f, warcscan.Options{MaxHeader: maxHeadBytes})
+	block := bufio.NewReaderSize(nil, 4096)
 	ix := indexer{filename: filepath.Base(path)}
 	for {
-		r, err := s.next()
+		r, err := nextRecord(ws, block)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}

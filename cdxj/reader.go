@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // Limits that keep memory bounded whatever the file holds.
@@ -227,7 +228,7 @@ func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
 // first, warcio.js reads on into the CRLFCRLF that ends the record, and so
 // does parseHead, from overflow (if not nil). It returns nil at EOF or when
 // the status line is blank.
-func parseHead(br *bufio.Reader, overflow *bufio.Reader) (*httpHead, error) {
+func parseHead(br *bufio.Reader, overflow io.ByteScanner) (*httpHead, error) {
 	budget := maxHeadBytes
 	first, err := readLine(br, &budget)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -323,185 +324,71 @@ func decodeUTF8(b []byte) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// parseRecord reads one record from br: head, block, and nothing after.
-// It returns nil, nil at the end of the input.
-func parseRecord(br *bufio.Reader, blk *blockReader) (*record, error) {
-	wh, err := parseHead(br, nil)
-	if err != nil {
-		return nil, fmt.Errorf("reading warc header: %w", err)
-	}
-	if wh == nil {
+// nextRecord reads the next record of ws and returns what the index needs
+// from it, or nil at the end of the file. block is reused to read each
+// record's block.
+func nextRecord(ws *warcscan.Scanner, block *bufio.Reader) (*record, error) {
+	wr, err := ws.Next()
+	if errors.Is(err, io.EOF) {
 		return nil, nil
 	}
-	r := &record{}
-	r.warcType, r.hasType = wh.fields.get("WARC-Type")
-	r.targetURI, r.hasTarget = wh.fields.get("WARC-Target-URI")
-	r.date, _ = wh.fields.get("WARC-Date")
-	r.payloadDig, r.hasPayload = wh.fields.get("WARC-Payload-Digest")
-	r.contentType, r.hasCType = wh.fields.get("Content-Type")
-	cl := int64(0)
-	if v, ok := wh.fields.get("Content-Length"); ok {
-		cl, err = strconv.ParseInt(v, 10, 64)
-		if err != nil || cl < 0 {
-			return nil, fmt.Errorf("bad Content-Length %q", v)
-		}
-	}
-	block := blk.reset(br, cl)
-	parseHTTP := r.warcType == "response" || r.warcType == "request" || (r.warcType == "revisit" && cl > 0)
-	if parseHTTP && cl > 0 {
-		r.http, err = parseHead(block, br)
-		if err != nil {
-			return nil, fmt.Errorf("reading http header: %w", err)
-		}
-		if r.warcType == "request" && r.http != nil && r.http.method() != "GET" {
-			r.body, err = io.ReadAll(io.LimitReader(block, maxRequestBody))
-			if err != nil {
-				return nil, fmt.Errorf("reading request body: %w", err)
-			}
-		}
-	}
-	if _, err := io.Copy(io.Discard, block); err != nil {
-		return nil, fmt.Errorf("reading block: %w", err)
-	}
-	return r, nil
-}
-
-// skipNewlines consumes the blank lines after a record.
-func skipNewlines(br *bufio.Reader) (int, error) {
-	n := 0
-	for {
-		c, err := br.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
-			return n, err
-		}
-		if c != '\r' && c != '\n' {
-			return n, br.UnreadByte()
-		}
-		n++
-	}
-}
-
-// countingReader counts the bytes read from the file. The scanner reads
-// through a bufio.Reader over it (which klauspost's inflater reads from
-// directly, byte by byte, without reading ahead), so the position in the
-// file is n minus what the buffer holds.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// scanner walks the records of a WARC file, with their offsets and lengths
-// as warcio.js reports them.
-type scanner struct {
-	fc    *countingReader
-	br    *bufio.Reader // over fc
-	gz    bool
-	zr    *gzip.Reader
-	rb    *bufio.Reader // over the gzip member, or br itself
-	block blockReader
-}
-
-func newScanner(r io.Reader) (*scanner, error) {
-	fc := &countingReader{r: r}
-	br := bufio.NewReaderSize(fc, 256<<10)
-	magic, err := br.Peek(2)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	s := &scanner{fc: fc, br: br, gz: len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b}
-	if !s.gz {
-		s.rb = br
-	}
-	return s, nil
-}
-
-// pos is the offset in the file of the next byte br hands out.
-func (s *scanner) pos() int64 { return s.fc.n - int64(s.br.Buffered()) }
-
-// next returns the next record, or nil at the end of the file.
-func (s *scanner) next() (*record, error) {
-	if s.gz {
-		return s.nextGzip()
-	}
-	// A plain file: the record runs from its first line to the end of its
-	// block; the blank lines after it count for neither record (warcio.js).
-	if _, err := skipNewlines(s.rb); err != nil {
-		return nil, err
-	}
-	start := s.pos()
-	r, err := parseRecord(s.rb, &s.block)
-	if err != nil || r == nil {
-		return nil, err
-	}
-	r.offset = start
-	r.length = s.pos() - start
-	return r, nil
-}
-
-func (s *scanner) nextGzip() (*record, error) {
-	start := s.pos()
-	if s.zr == nil {
-		zr, err := gzip.NewReader(s.br)
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
-		}
-		s.zr = zr
-		s.rb = bufio.NewReaderSize(zr, 64<<10)
-	} else {
-		err := s.zr.Reset(s.br)
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
-		}
-		s.rb.Reset(s.zr)
-	}
-	s.zr.Multistream(false)
-	r, err := parseRecord(s.rb, &s.block)
 	if err != nil {
-		return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+		return nil, err
 	}
-	if r == nil {
-		return nil, fmt.Errorf("gzip member at offset %d holds no record", start)
+	r, ranOn, err := parseRecord(wr, block)
+	if err != nil {
+		return nil, fmt.Errorf("record at offset %d: %w", wr.Offset, err)
 	}
-	if _, err := skipNewlines(s.rb); err != nil {
-		return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+	if err := ws.Finish(); err != nil {
+		return nil, err
 	}
-	if _, err := s.rb.ReadByte(); err == nil {
-		return nil, fmt.Errorf("gzip member at offset %d holds more than one record", start)
-	} else if !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("gzip member at offset %d: %w", start, err)
+	r.offset, r.length = wr.Offset, wr.Length
+	if ws.Codec() == warcscan.None {
+		// warcio.js ends a record of a .warc file with its block, or with
+		// what an HTTP head ran on into after it.
+		r.length -= int64(len(recordEnd) - ranOn)
 	}
-	r.offset = start
-	r.length = s.pos() - start
 	return r, nil
 }
 
-// blockReader is a reusable buffered reader of one record's block.
-type blockReader struct {
-	lr io.LimitedReader
-	br *bufio.Reader
-}
+// recordEnd is what follows a block in a whole record.
+const recordEnd = "\r\n\r\n"
 
-func (b *blockReader) reset(r io.Reader, n int64) *bufio.Reader {
-	b.lr = io.LimitedReader{R: r, N: n}
-	if b.br == nil {
-		b.br = bufio.NewReaderSize(&b.lr, 4096)
-	} else {
-		b.br.Reset(&b.lr)
+// parseRecord reads the WARC header fields of wr and, for a request,
+// response or revisit, the HTTP head at the start of its block (and a
+// non-GET request's body). It returns how many bytes of the recordEnd
+// after the block an HTTP head without header fields ran on into, as
+// warcio.js reads it (see parseHead).
+func parseRecord(wr *warcscan.Record, block *bufio.Reader) (*record, int, error) {
+	// warcio.js parses the lines after the version line.
+	_, text, _ := bytes.Cut(wr.Header.Raw, []byte("\n"))
+	fields := headers{}
+	parseFields(decodeUTF8(text), fields)
+	r := &record{}
+	r.warcType, r.hasType = fields.get("WARC-Type")
+	r.targetURI, r.hasTarget = fields.get("WARC-Target-URI")
+	r.date, _ = fields.get("WARC-Date")
+	r.payloadDig, r.hasPayload = fields.get("WARC-Payload-Digest")
+	r.contentType, r.hasCType = fields.get("Content-Type")
+	cl := wr.Header.ContentLength
+	parseHTTP := r.warcType == "response" || r.warcType == "request" || (r.warcType == "revisit" && cl > 0)
+	if !parseHTTP || cl == 0 {
+		return r, 0, nil
 	}
-	return b.br
+	block.Reset(wr.Block)
+	// The scanner checks that recordEnd follows the block when the record
+	// is finished; a record where it does not fails the index anyway.
+	after := strings.NewReader(recordEnd)
+	var err error
+	r.http, err = parseHead(block, after)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading http header: %w", err)
+	}
+	if r.warcType == "request" && r.http != nil && r.http.method() != "GET" {
+		r.body, err = io.ReadAll(io.LimitReader(block, maxRequestBody))
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading request body: %w", err)
+		}
+	}
+	return r, len(recordEnd) - after.Len(), nil
 }

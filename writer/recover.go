@@ -1,8 +1,6 @@
 package writer
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,20 +14,14 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/klauspost/compress/gzip"
-	"golang.org/x/net/http/httpguts"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // openSuffix marks a WARC file that is still being written.
 const openSuffix = ".open"
 
-// Buffers of the recovery scanner, per file scanned at once.
-const (
-	recoverFileBuf   = 256 << 10 // reads of the file
-	recoverMemberBuf = 64 << 10  // decompressed bytes of a gzip member
-	// maxRecoverNames bounds the search for a free NAME-recovered-N.
-	maxRecoverNames = 1000
-)
+// maxRecoverNames bounds the search for a free NAME-recovered-N.
+const maxRecoverNames = 1000
 
 // RecoverReport says what Recover found and did. Every file counted here
 // was also logged.
@@ -65,12 +57,13 @@ type RecoveredFile struct {
 // hold exactly one whole record; in a .warc file the records follow each
 // other. A whole record is a "WARC/1.0" or "WARC/1.1" line, header fields
 // with WARC-Type, WARC-Record-ID, WARC-Date and one Content-Length, a blank
-// line, Content-Length bytes of block and "\r\n\r\n". Block digests are not
-// checked: the gzip CRC covers a .gz file, and a crash cuts a file short
-// rather than changing what it holds. The file is cut there, synced and
-// renamed to its name without ".open" (NAME-recovered-N.warc[.gz] if that
-// name is taken); a file without one whole record is removed. Files are read
-// as a stream, so memory does not grow with their size.
+// line, Content-Length bytes of block and "\r\n\r\n" (internal/warcscan,
+// which reads them, has the exact grammar). Block digests are not checked:
+// the gzip CRC covers a .gz file, and a crash cuts a file short rather than
+// changing what it holds. The file is cut there, synced and renamed to its
+// name without ".open" (NAME-recovered-N.warc[.gz] if that name is taken);
+// a file without one whole record is removed. Files are read as a stream,
+// so memory does not grow with their size.
 //
 // Each file is logged (recovered and removed ones at warn). A file that
 // cannot be read or finished is logged at error, counted in Failed and left
@@ -154,10 +147,12 @@ func openWARCFiles(dir string, logger *slog.Logger, rep *RecoverReport) ([]strin
 	return paths, nil
 }
 
-// isOpenWARCName reports whether name is that of a WARC file being written.
+// isOpenWARCName reports whether name is that of a WARC file being written:
+// NAME.warc.gz.open, NAME.warc.open, or another codec's extension that
+// warcscan knows.
 func isOpenWARCName(name string) bool {
 	base, ok := strings.CutSuffix(name, openSuffix)
-	return ok && (strings.HasSuffix(base, ".warc.gz") || strings.HasSuffix(base, ".warc"))
+	return ok && warcscan.ForName(base) != nil
 }
 
 // recoverOutcome is what recoverFile did with one file.
@@ -233,8 +228,7 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 	}
 	size := fi.Size()
 
-	gz := strings.HasSuffix(strings.TrimSuffix(path, openSuffix), ".gz")
-	end, records, stop, err := scanWARC(f, gz)
+	end, records, stop, err := scanFile(f, warcscan.ForName(strings.TrimSuffix(path, openSuffix)))
 	if err != nil {
 		return failed("cannot read warc file", err)
 	}
@@ -287,10 +281,7 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 // supported it falls back to a checked rename.
 func renameNoReplace(fi fs.FileInfo, path string) (string, error) {
 	final := strings.TrimSuffix(path, openSuffix)
-	ext := ".warc"
-	if strings.HasSuffix(final, ".warc.gz") {
-		ext = ".warc.gz"
-	}
+	ext := ".warc" + warcscan.ForName(final).Ext()
 	stem := strings.TrimSuffix(final, ext)
 	for n := range maxRecoverNames {
 		target := final
@@ -341,247 +332,24 @@ func syncDir(dir string) {
 	_ = d.Close()
 }
 
-// errBadRecord marks where a scan stopped: the data from there on is not a
-// whole record.
-var errBadRecord = errors.New("not a whole warc record")
-
-func badRecord(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadRecord, fmt.Sprintf(format, args...))
-}
-
-// countingReader counts the bytes read from r and keeps the first read
-// error other than io.EOF, so that a scan can tell a failing disk from a
-// file that ends or goes bad.
-type countingReader struct {
-	r   io.Reader
-	n   int64
-	err error
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if err != nil && err != io.EOF && c.err == nil {
-		c.err = err
-	}
-	return n, err
-}
-
-// scanWARC reads a WARC file from r's current position (its start) and
-// returns the offset just after its last whole record and how many whole
-// records precede it. stop says why the scan ended before the end of the
-// data (nil if the data ended exactly after a record). err is a read error
-// of r itself, in which case end and records mean nothing: the file must not
-// be cut.
-func scanWARC(r io.Reader, gz bool) (end, records int64, stop, err error) {
-	cr := &countingReader{r: r}
-	br := bufio.NewReaderSize(cr, recoverFileBuf)
-	offset := func() int64 { return cr.n - int64(br.Buffered()) }
-	s := &recordScanner{}
-
-	if !gz {
-		for {
-			if _, perr := br.Peek(1); perr == io.EOF {
-				return end, records, nil, cr.err
-			}
-			if stop = s.record(br); stop != nil {
-				return end, records, stop, cr.err
-			}
-			end = offset()
-			records++
-		}
-	}
-
-	var (
-		zr gzip.Reader
-		mr = bufio.NewReaderSize(nil, recoverMemberBuf)
-	)
-	for {
-		// br implements io.ByteReader, so zr never reads past the end of
-		// a member and offset() is where the next one starts.
-		if zerr := zr.Reset(br); zerr != nil {
-			if zerr == io.EOF && cr.err == nil {
-				return end, records, nil, nil
-			}
-			return end, records, badRecord("gzip member at %d: %v", end, zerr), cr.err
-		}
-		zr.Multistream(false)
-		mr.Reset(&zr)
-		if stop = s.record(mr); stop != nil {
-			return end, records, fmt.Errorf("gzip member at %d: %w", end, stop), cr.err
-		}
-		// Exactly one record per member: the member ends here, and
-		// reaching its end checks its CRC and length.
-		if _, perr := mr.Peek(1); perr != io.EOF {
-			if perr == nil {
-				perr = errors.New("more data after the record")
-			}
-			return end, records, badRecord("gzip member at %d: %v", end, perr), cr.err
-		}
-		end = offset()
-		records++
-	}
-}
-
-// recordScanner checks one WARC record at a time from a stream. It keeps
-// only the start of each header line, so long lines (a URI of megabytes)
-// cost no memory.
-type recordScanner struct {
-	line []byte // start of the current header line, without CRLF
-}
-
-// maxKeptLine is how much of a header line the scanner keeps: enough for
-// the version line, any real field name and a Content-Length value.
-const maxKeptLine = 256
-
-// record reads one whole record from br, or returns why what follows is not
-// one (any read error, io.EOF included, is part of that reason).
-func (s *recordScanner) record(br *bufio.Reader) error {
-	long, err := s.readLine(br)
-	if err != nil {
-		return badRecord("version line: %v", err)
-	}
-	if long || (string(s.line) != "WARC/1.0" && string(s.line) != "WARC/1.1") {
-		return badRecord("no WARC/1.0 or WARC/1.1 line")
-	}
-	var (
-		contentLength              int64 = -1
-		haveType, haveID, haveDate bool
-		prevCL, havePrev           bool
-	)
-	for {
-		long, err := s.readLine(br)
-		if err != nil {
-			return badRecord("header: %v", err)
-		}
-		line := s.line
-		if len(line) == 0 && !long {
-			break // end of header
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			// A continuation of the previous field's value.
-			if !havePrev || prevCL {
-				return badRecord("header: misplaced continuation line")
-			}
-			continue
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !httpguts.ValidHeaderFieldName(string(line[:colon])) {
-			return badRecord("header: bad field line")
-		}
-		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
-		havePrev, prevCL = true, false
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if contentLength >= 0 {
-				return badRecord("header: Content-Length repeated")
-			}
-			n, ok := parseLength(value)
-			if long || !ok {
-				return badRecord("header: bad Content-Length")
-			}
-			contentLength, prevCL = n, true
-		case bytes.EqualFold(name, []byte("WARC-Type")):
-			haveType = true
-		case bytes.EqualFold(name, []byte("WARC-Record-ID")):
-			haveID = true
-		case bytes.EqualFold(name, []byte("WARC-Date")):
-			haveDate = true
-		}
+// scanFile reads a WARC file of codec c from r's current position (its
+// start) and returns the offset just after its last whole record and how
+// many whole records precede it. stop says why the scan ended before the
+// end of the data (nil if the data ended exactly after a record). err is a
+// read error of r itself, in which case end and records mean nothing: the
+// file must not be cut.
+func scanFile(r io.Reader, c warcscan.Codec) (end, records int64, stop, err error) {
+	// Recovery needs no header, and skipping them keeps a header line of
+	// any length in flat memory.
+	s := warcscan.New(r, warcscan.Options{Codec: c, SkipHeaders: true})
+	for err == nil {
+		_, err = s.Next()
 	}
 	switch {
-	case contentLength < 0:
-		return badRecord("header: no Content-Length")
-	case !haveType || !haveID || !haveDate:
-		return badRecord("header: WARC-Type, WARC-Record-ID or WARC-Date missing")
+	case err == io.EOF:
+		return s.End(), s.Records(), nil, nil
+	case errors.Is(err, warcscan.ErrNotWhole):
+		return s.End(), s.Records(), err, nil
 	}
-	if err := discard(br, contentLength); err != nil {
-		return badRecord("block of %d bytes: %v", contentLength, err)
-	}
-	end, err := br.Peek(len(recordEnd))
-	if err != nil {
-		return badRecord("end of record: %v", err)
-	}
-	if !bytes.Equal(end, recordEnd) {
-		return badRecord("block not followed by CRLF CRLF")
-	}
-	_, _ = br.Discard(len(recordEnd))
-	return nil
-}
-
-// discard skips n bytes of br.
-func discard(br *bufio.Reader, n int64) error {
-	for n > 0 {
-		step := int(min(n, 1<<30))
-		m, err := br.Discard(step)
-		n -= int64(m)
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// parseLength parses a Content-Length value: decimal digits only.
-func parseLength(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
-// readLine reads one header line ending in CRLF. It keeps up to maxKeptLine
-// bytes of it in s.line (without the CRLF) and reports whether the line was
-// longer. A line with a control character other than tab, a CR not followed
-// by LF or an LF without CR is refused.
-func (s *recordScanner) readLine(br *bufio.Reader) (long bool, err error) {
-	s.line = s.line[:0]
-	cr := false // the previous byte was CR
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if err != nil && err != bufio.ErrBufferFull {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return false, err
-		}
-		for _, c := range chunk {
-			switch {
-			case c == '\n':
-				if !cr {
-					return false, errors.New("bare LF")
-				}
-			case cr:
-				return false, errors.New("bare CR")
-			case c == '\r':
-			case c < 0x20 && c != '\t', c == 0x7f:
-				return false, fmt.Errorf("control character %#x", c)
-			}
-			cr = c == '\r'
-		}
-		// Keep the start of the line's content. A CR ending a chunk is
-		// left out: the next chunk starts with its LF, or the line is
-		// refused above.
-		done := err == nil // the chunk ends with LF, after a CR
-		content := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
-		if room := maxKeptLine - len(s.line); len(content) > room {
-			s.line = append(s.line, content[:room]...)
-			long = true
-		} else {
-			s.line = append(s.line, content...)
-		}
-		if done {
-			return long, nil
-		}
-	}
+	return s.End(), s.Records(), nil, err
 }

@@ -112,6 +112,11 @@ func (fr *fileReader) problemf(format string, args ...any) {
 }
 
 // countingReader counts the bytes read from a file, to compute offsets.
+//
+// This reader walks files and gzip members on its own, with the standard
+// library's gzip, rather than with internal/warcscan (klauspost's gzip),
+// which crash recovery and the CDXJ indexer read with: a check that shared
+// their member and offset code could not catch its mistakes.
 type countingReader struct {
 	r io.Reader
 	n int64
