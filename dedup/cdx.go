@@ -1,15 +1,9 @@
 package dedup
 
 import (
-	"bytes"
-	"container/list"
 	"context"
-	"encoding/base32"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,9 +25,6 @@ const (
 	DefaultCDXCacheSize     = 1024
 	DefaultCDXMaxAnswer     = 1 << 20
 )
-
-// cdxErrLogInterval spaces out the log lines about failing CDX lookups.
-const cdxErrLogInterval = 10 * time.Second
 
 // CDXOptions configure a CDX client; a zero field takes its default.
 type CDXOptions struct {
@@ -236,28 +227,6 @@ func (c *CDX) Close() error {
 // sessionMarkers make a URL too volatile to look up (warcprox skips them).
 var sessionMarkers = []string{"JSESSIONID=", "session=", "sess="}
 
-// cdxError is a failed lookup and why, for the errors metric.
-type cdxError struct {
-	reason string
-	err    error
-}
-
-func (e *cdxError) Error() string { return "cdx server lookup: " + e.reason + ": " + e.err.Error() }
-func (e *cdxError) Unwrap() error { return e.err }
-
-// Reasons a CDX lookup fails; the values of the errors metric's label.
-const (
-	reasonBusy      = "busy"       // no request slot free within the timeout
-	reasonTimeout   = "timeout"    // the server did not answer in time
-	reasonConnect   = "connect"    // connecting or talking to it failed
-	reasonStatus    = "status"     // it answered something other than 200
-	reasonBadAnswer = "bad_answer" // the answer does not parse
-	reasonTooLarge  = "too_large"  // the answer is longer than MaxAnswer
-	reasonDigest    = "digest"     // the capture's digest is not SHA-1
-)
-
-var cdxReasons = []string{reasonBusy, reasonTimeout, reasonConnect, reasonStatus, reasonBadAnswer, reasonTooLarge, reasonDigest}
-
 // newest is what the CDX server says about a URL: its newest capture that
 // is not a revisit (the query does not depend on the payload, which is why
 // it can be sent before the payload is known).
@@ -423,169 +392,6 @@ func (c *CDX) answer(e *Entry) *Entry {
 	return e
 }
 
-// query sends one request and returns the last non-empty line of the
-// answer (nil for an empty answer).
-func (c *CDX) query(ctx context.Context, uri string) ([]byte, *cdxError) {
-	u := *c.base
-	// warcprox's parameters in warcprox's order, then the URL's own.
-	u.RawQuery = "url=" + url.QueryEscape(uri) + "&fl=timestamp%2Cdigest&filter=%21mimetype%3Awarc%2Frevisit&limit=-1"
-	if c.extra != "" {
-		u.RawQuery += "&" + c.extra
-	}
-	u.ForceQuery = false
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, &cdxError{reasonConnect, err}
-	}
-	req.Header.Set("User-Agent", c.opts.UserAgent)
-	if c.opts.Cookies != "" {
-		req.Header.Set("Cookie", c.opts.Cookies)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		// The error names the request URL: not its API key or password.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = c.shown
-		}
-		return nil, classify(ctx, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, &cdxError{reasonStatus, fmt.Errorf("answered %s", resp.Status)}
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxAnswer+1))
-	if err != nil {
-		return nil, classify(ctx, err)
-	}
-	if int64(len(body)) > c.opts.MaxAnswer {
-		return nil, &cdxError{reasonTooLarge, fmt.Errorf("answer longer than %d bytes", c.opts.MaxAnswer)}
-	}
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, nil
-	}
-	// With limit=-1 the answer is one line; a server that ignores the
-	// limit lists captures oldest first, so the last line is the newest.
-	if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
-		body = bytes.TrimSpace(body[i+1:])
-	}
-	return body, nil
-}
-
-// classify names the reason a request failed.
-func classify(ctx context.Context, err error) *cdxError {
-	var ne net.Error
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &cdxError{reasonTimeout, err}
-	}
-	return &cdxError{reasonConnect, err}
-}
-
-// fail counts a failed lookup and logs it, at most once per
-// cdxErrLogInterval with the number of failures not logged since.
-func (c *CDX) fail(uri string, err *cdxError) error {
-	c.errs.Add(1)
-	c.m.errors.WithLabelValues(err.reason).Inc()
-	c.logMu.Lock()
-	now := time.Now()
-	logIt := now.Sub(c.lastErrLog) >= cdxErrLogInterval
-	unlogged := c.unlogged
-	if logIt {
-		c.lastErrLog, c.unlogged = now, 0
-	} else {
-		c.unlogged++
-	}
-	c.logMu.Unlock()
-	if logIt {
-		c.log.Warn("cdx server dedup lookup failed: writing the full response",
-			"url", uri, "reason", err.reason, "err", err.err, "failures_not_logged", unlogged)
-	}
-	return err
-}
-
-// parseCDXLine reads the timestamp and digest of one answer line:
-// "TIMESTAMP DIGEST" (the fields asked for), "URLKEY TIMESTAMP {json}"
-// (pywb's CDXJ) or "{json}" (NDJSON).
-func parseCDXLine(line []byte) (time.Time, string, error) {
-	var ts, digest string
-	fields := strings.Fields(string(line))
-	switch {
-	case len(line) > 0 && line[0] == '{':
-		var doc struct{ Timestamp, Digest string }
-		if err := json.Unmarshal(line, &doc); err != nil {
-			return time.Time{}, "", fmt.Errorf("line %.80q: %w", line, err)
-		}
-		ts, digest = doc.Timestamp, doc.Digest
-	case len(fields) >= 3 && strings.HasPrefix(fields[2], "{"):
-		var doc struct{ Digest string }
-		parts := strings.SplitN(strings.TrimSpace(string(line)), " ", 3)
-		if len(parts) != 3 {
-			return time.Time{}, "", fmt.Errorf("line %.80q: want URLKEY TIMESTAMP {json}", line)
-		}
-		if err := json.Unmarshal([]byte(parts[2]), &doc); err != nil {
-			return time.Time{}, "", fmt.Errorf("line %.80q: %w", line, err)
-		}
-		ts, digest = fields[1], doc.Digest
-	case len(fields) == 2:
-		ts, digest = fields[0], fields[1]
-	default:
-		return time.Time{}, "", fmt.Errorf("line %.80q: want TIMESTAMP DIGEST", line)
-	}
-	t, err := parseTimestamp14(ts)
-	if err != nil {
-		return time.Time{}, "", fmt.Errorf("line %.80q: %w", line, err)
-	}
-	if digest == "" || digest == "-" {
-		return time.Time{}, "", fmt.Errorf("line %.80q: no digest", line)
-	}
-	return t, digest, nil
-}
-
-// parseTimestamp14 parses a CDX timestamp, YYYYMMDDhhmmss in UTC.
-func parseTimestamp14(s string) (time.Time, error) {
-	if len(s) != 14 {
-		return time.Time{}, fmt.Errorf("timestamp %q: want 14 digits", s)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return time.Time{}, fmt.Errorf("timestamp %q: want 14 digits", s)
-		}
-	}
-	t, err := time.Parse("20060102150405", s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("timestamp %q: %w", s, err)
-	}
-	return t, nil
-}
-
-// sha1Base32 normalises a SHA-1 digest, with or without its "sha1:" label,
-// in base32 or hex, to upper-case base32 without the label. ok is false for
-// anything else (another algorithm, bad characters).
-func sha1Base32(d string) (string, bool) {
-	if i := strings.IndexByte(d, ':'); i >= 0 {
-		if !strings.EqualFold(d[:i], "sha1") {
-			return "", false
-		}
-		d = d[i+1:]
-	}
-	switch len(d) {
-	case 32:
-		b, err := base32.StdEncoding.DecodeString(strings.ToUpper(d))
-		if err != nil || len(b) != 20 {
-			return "", false
-		}
-		return base32.StdEncoding.EncodeToString(b), true
-	case 40:
-		b, err := hex.DecodeString(d)
-		if err != nil {
-			return "", false
-		}
-		return base32.StdEncoding.EncodeToString(b), true
-	}
-	return "", false
-}
-
 func containsAny(s string, subs []string) bool {
 	for _, sub := range subs {
 		if strings.Contains(s, sub) {
@@ -612,117 +418,4 @@ func (c *CDX) Status() map[string]any {
 		// Not sent ahead for want of a free request slot.
 		"prefetch_busy": c.prefetchBusy.Load(),
 	}
-}
-
-// answerCache remembers the last answers by URL (the newest capture, or nil
-// for none); least recently used first out. A nil cache remembers nothing.
-type answerCache struct {
-	mu    sync.Mutex
-	max   int
-	ll    list.List
-	items map[string]*list.Element
-}
-
-type cached struct {
-	key string
-	n   *newest
-}
-
-func newAnswerCache(n int) *answerCache {
-	return &answerCache{max: n, items: make(map[string]*list.Element, n)}
-}
-
-func (ac *answerCache) get(key string) (*newest, bool) {
-	if ac == nil {
-		return nil, false
-	}
-	ac.mu.Lock()
-	defer ac.mu.Unlock()
-	el, ok := ac.items[key]
-	if !ok {
-		return nil, false
-	}
-	ac.ll.MoveToFront(el)
-	return el.Value.(*cached).n, true
-}
-
-func (ac *answerCache) put(key string, n *newest) {
-	if ac == nil {
-		return
-	}
-	ac.mu.Lock()
-	defer ac.mu.Unlock()
-	if el, ok := ac.items[key]; ok {
-		el.Value.(*cached).n = n
-		ac.ll.MoveToFront(el)
-		return
-	}
-	ac.items[key] = ac.ll.PushFront(&cached{key: key, n: n})
-	for ac.ll.Len() > ac.max {
-		old := ac.ll.Remove(ac.ll.Back()).(*cached)
-		delete(ac.items, old.key)
-	}
-}
-
-// cdxMetrics are the CDX client's Prometheus metrics.
-type cdxMetrics struct {
-	c        *CDX
-	duration prometheus.Histogram
-	errors   *prometheus.CounterVec
-	inFlight *prometheus.Desc
-	lookups  *prometheus.Desc
-	cacheHit *prometheus.Desc
-	prefetch *prometheus.Desc
-}
-
-func newCDXMetrics(c *CDX) *cdxMetrics {
-	m := &cdxMetrics{
-		c: c,
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "warcproxy_dedup_cdx_request_duration_seconds",
-			Help:    "Time one CDX server dedup request took, failed ones included.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 8), // 0.5ms .. 8s
-		}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "warcproxy_dedup_cdx_errors_total",
-			Help: "CDX server dedup lookups that failed (the capture was written in full), by reason: busy, timeout, connect, status, bad_answer, too_large, digest.",
-		}, []string{"reason"}),
-		inFlight: prometheus.NewDesc("warcproxy_dedup_cdx_requests_in_flight",
-			"CDX server dedup requests being sent or waited for.", nil, nil),
-		lookups: prometheus.NewDesc("warcproxy_dedup_cdx_lookups_total",
-			"CDX server dedup lookups by result: hit, miss, error, skipped (no URL, or a session id in it).", []string{"result"}, nil),
-		cacheHit: prometheus.NewDesc("warcproxy_dedup_cdx_cache_hits_total",
-			"CDX server dedup lookups answered from the cache of recent answers.", nil, nil),
-		prefetch: prometheus.NewDesc("warcproxy_dedup_cdx_prefetches_total",
-			"CDX queries for archived requests by what became of them when the request arrived: sent (ahead of the payload), busy (no free request slot: the lookup asks after the fetch).", []string{"result"}, nil),
-	}
-	for _, r := range cdxReasons {
-		m.errors.WithLabelValues(r)
-	}
-	return m
-}
-
-func (m *cdxMetrics) Describe(ch chan<- *prometheus.Desc) {
-	m.duration.Describe(ch)
-	m.errors.Describe(ch)
-	ch <- m.inFlight
-	ch <- m.lookups
-	ch <- m.cacheHit
-	ch <- m.prefetch
-}
-
-func (m *cdxMetrics) Collect(ch chan<- prometheus.Metric) {
-	m.duration.Collect(ch)
-	m.errors.Collect(ch)
-	c := m.c
-	ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(len(c.slots)))
-	for _, r := range []struct {
-		label string
-		v     uint64
-	}{{"hit", c.hits.Load()}, {"miss", c.misses.Load()}, {"error", c.errs.Load()}, {"skipped", c.skipped.Load()}} {
-		ch <- prometheus.MustNewConstMetric(m.lookups, prometheus.CounterValue, float64(r.v), r.label)
-	}
-	ch <- prometheus.MustNewConstMetric(m.cacheHit, prometheus.CounterValue, float64(c.cacheHits.Load()))
-	ch <- prometheus.MustNewConstMetric(m.prefetch, prometheus.CounterValue, float64(c.prefetched.Load()), "sent")
-	ch <- prometheus.MustNewConstMetric(m.prefetch, prometheus.CounterValue, float64(c.prefetchBusy.Load()), "busy")
 }

@@ -9,105 +9,34 @@ import (
 // MarshalJSON writes the normalised header: legacy dedup forms as
 // dedup-buckets, compressed_blocks as blocks, key order kept where it matters.
 func (m *Meta) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	n := 0
-	put := func(key string, v any) error {
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		n++
-		k, _ := json.Marshal(key)
-		b.Write(k)
-		b.WriteByte(':')
-		if raw, ok := v.([]byte); ok {
-			b.Write(raw)
-			return nil
-		}
-		enc, err := json.Marshal(v)
-		b.Write(enc)
-		return err
-	}
-	var err error
-	add := func(key string, v any) {
-		if err == nil {
-			err = put(key, v)
-		}
-	}
+	var o jsonObject
+	o.b.WriteByte('{')
 	if m.WarcPrefix != nil {
-		add("warc-prefix", *m.WarcPrefix)
+		o.add("warc-prefix", *m.WarcPrefix)
 	}
 	if m.DedupBuckets != nil {
-		var d bytes.Buffer
-		d.WriteByte('{')
-		for i, bk := range m.DedupBuckets {
-			if i > 0 {
-				d.WriteByte(',')
-			}
-			k, _ := json.Marshal(bk.Name)
-			d.Write(k)
-			if bk.ReadOnly {
-				d.WriteString(`:"ro"`)
-			} else {
-				d.WriteString(`:"rw"`)
-			}
-		}
-		d.WriteByte('}')
-		add("dedup-buckets", d.Bytes())
+		o.add("dedup-buckets", dedupBucketsJSON(m.DedupBuckets))
 	}
 	if m.HasStatsBuckets {
-		list := make([]any, 0, len(m.StatsBucketList))
-		for _, bk := range m.StatsBucketList {
-			if bk.TallyDomains == nil {
-				list = append(list, bk.Name)
-			} else {
-				list = append(list, map[string]any{"bucket": bk.Name, "tally-domains": bk.TallyDomains})
-			}
-		}
-		add("stats", map[string]any{"buckets": list})
-	}
-	limits := func(key string, ls []Limit) {
-		var d bytes.Buffer
-		d.WriteByte('{')
-		for i, l := range ls {
-			if i > 0 {
-				d.WriteByte(',')
-			}
-			k, _ := json.Marshal(l.Key)
-			d.Write(k)
-			d.WriteByte(':')
-			v, _ := json.Marshal(l.Value)
-			d.Write(v)
-		}
-		d.WriteByte('}')
-		add(key, d.Bytes())
+		o.add("stats", statsJSON(m.StatsBucketList))
 	}
 	if m.hasLimits {
-		limits("limits", m.Limits)
+		o.add("limits", limitsJSON(m.Limits))
 	}
 	if m.hasSoftLimits {
-		limits("soft-limits", m.SoftLimits)
+		o.add("soft-limits", limitsJSON(m.SoftLimits))
 	}
 	if m.Blocks != nil {
-		var d bytes.Buffer
-		d.WriteByte('[')
-		for i, r := range m.Blocks {
-			if i > 0 {
-				d.WriteByte(',')
-			}
-			d.Write(r.Raw)
-		}
-		d.WriteByte(']')
-		add("blocks", d.Bytes())
+		o.add("blocks", blocksJSON(m.Blocks))
 	}
 	if m.hasAccept {
-		add("accept", nonNil(m.Accept))
+		o.add("accept", nonNil(m.Accept))
 	}
 	if m.hasMimeFilters {
-		add("mime-type-filters", nonNil(m.MimeTypeFilters))
+		o.add("mime-type-filters", nonNil(m.MimeTypeFilters))
 	}
 	if m.Metadata != nil {
-		add("metadata", []byte(m.Metadata))
+		o.add("metadata", []byte(m.Metadata))
 	}
 	keys := make([]string, 0, len(m.Extra))
 	for k := range m.Extra {
@@ -115,10 +44,106 @@ func (m *Meta) MarshalJSON() ([]byte, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		add(k, []byte(m.Extra[k]))
+		o.add(k, []byte(m.Extra[k]))
 	}
-	b.WriteByte('}')
-	return b.Bytes(), err
+	o.b.WriteByte('}')
+	return o.b.Bytes(), o.err
+}
+
+// jsonObject writes the members of a JSON object in the order they are
+// added, which encoding/json does not keep for a map. A []byte value is
+// written as it is (already JSON); after the first error the members
+// that follow are left out.
+type jsonObject struct {
+	b   bytes.Buffer
+	n   int // members written
+	err error
+}
+
+func (o *jsonObject) add(key string, v any) {
+	if o.err != nil {
+		return
+	}
+	if o.n > 0 {
+		o.b.WriteByte(',')
+	}
+	o.n++
+	k, _ := json.Marshal(key)
+	o.b.Write(k)
+	o.b.WriteByte(':')
+	if raw, ok := v.([]byte); ok {
+		o.b.Write(raw)
+		return
+	}
+	enc, err := json.Marshal(v)
+	o.b.Write(enc)
+	o.err = err
+}
+
+// dedupBucketsJSON is {"NAME":"rw"|"ro",...}, buckets in the order given.
+func dedupBucketsJSON(buckets []DedupBucket) []byte {
+	var d bytes.Buffer
+	d.WriteByte('{')
+	for i, bk := range buckets {
+		if i > 0 {
+			d.WriteByte(',')
+		}
+		k, _ := json.Marshal(bk.Name)
+		d.Write(k)
+		if bk.ReadOnly {
+			d.WriteString(`:"ro"`)
+		} else {
+			d.WriteString(`:"rw"`)
+		}
+	}
+	d.WriteByte('}')
+	return d.Bytes()
+}
+
+// statsJSON is {"buckets":[...]}: a bucket's name, or an object when it
+// tallies domains.
+func statsJSON(buckets []Bucket) map[string]any {
+	list := make([]any, 0, len(buckets))
+	for _, bk := range buckets {
+		if bk.TallyDomains == nil {
+			list = append(list, bk.Name)
+		} else {
+			list = append(list, map[string]any{"bucket": bk.Name, "tally-domains": bk.TallyDomains})
+		}
+	}
+	return map[string]any{"buckets": list}
+}
+
+// limitsJSON is {"KEY":VALUE,...}, limits in the order given.
+func limitsJSON(ls []Limit) []byte {
+	var d bytes.Buffer
+	d.WriteByte('{')
+	for i, l := range ls {
+		if i > 0 {
+			d.WriteByte(',')
+		}
+		k, _ := json.Marshal(l.Key)
+		d.Write(k)
+		d.WriteByte(':')
+		v, _ := json.Marshal(l.Value)
+		d.Write(v)
+	}
+	d.WriteByte('}')
+	return d.Bytes()
+}
+
+// blocksJSON is the list of block rules, each as the client sent it.
+func blocksJSON(rules []*Rule) []byte {
+	var d bytes.Buffer
+	d.WriteByte('[')
+	for i, r := range rules {
+		if i > 0 {
+			d.WriteByte(',')
+		}
+		d.Write(r.Raw)
+	}
+	d.WriteByte(']')
+	return d.Bytes()
 }
 
 func nonNil[T any](s []T) []T {

@@ -9,18 +9,14 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/warcproxy/warcproxy/internal/bench"
 )
@@ -134,147 +130,6 @@ Flags:
 	return 0
 }
 
-// listFlag collects a repeatable flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error {
-	*l = append(*l, s)
-	return nil
-}
-
-func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("warcbench run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		replay       listFlag
-		proxy        = fs.String("proxy", "", "proxy URL, e.g. http://127.0.0.1:8000 (default: direct)")
-		duration     = fs.Duration("duration", 0, "how long to make load (default 10s unless -n is given)")
-		n            = fs.Int64("n", 0, "number of requests (with --duration: whichever ends first)")
-		concurrency  = fs.Int("concurrency", 10, "requests in flight")
-		method       = fs.String("method", "GET", "GET or HEAD (replayed requests keep their own)")
-		mode         = fs.String("mode", bench.ModeKeepAlive, "keepalive (reuse connections) or new-conn (one connection per request)")
-		urlsFile     = fs.String("urls", "", "file of URLs, one a line, used round-robin with the URL arguments")
-		replayTarget = fs.String("replay-target", "", "send replayed requests to HOST:PORT (or http(s)://HOST:PORT to set the scheme too), keeping the path")
-		insecure     = fs.Bool("insecure", false, "skip TLS certificate verification (for a MITM proxy)")
-		cacert       = fs.String("cacert", "", "PEM file of extra CA certificates to trust (e.g. warcproxy-ca.crt)")
-		timeout      = fs.Duration("timeout", 30*time.Second, "per-request timeout, connecting to reading the body")
-		jsonOut      = fs.Bool("json", false, "print one JSON object instead of text")
-	)
-	fs.IntVar(concurrency, "c", 10, "short for --concurrency")
-	fs.Var(&replay, "replay", "WARC file (.warc or .warc.gz) whose request records are re-issued; repeatable, and with --replay the arguments are WARC files too")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: warcbench run [flags] URL...
-       warcbench run [flags] --urls FILE
-       warcbench run [flags] --replay FILE.warc[.gz] [FILE.warc[.gz]...] [--replay-target HOST:PORT]
-
-Prints requests, successes, errors by kind (dial, timeout, tls, proxy,
-status_4xx, status_5xx, read), URLs/s (successes), MB/s (body bytes) and
-latency p50/p90/p99/max; a progress line each second when stderr is a
-terminal. Exit code 0 even when errors were counted, 2 for bad flags.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	rest, code, ok := parse(fs, args)
-	if !ok {
-		return code
-	}
-	bad := usageError(stderr, "run")
-
-	cfg := bench.RunConfig{
-		Duration: *duration, N: *n, Concurrency: *concurrency, Method: strings.ToUpper(*method),
-		Mode: *mode, Timeout: *timeout, Insecure: *insecure,
-	}
-	if cfg.N == 0 && cfg.Duration == 0 {
-		cfg.Duration = 10 * time.Second
-	}
-	if *proxy != "" {
-		u, err := url.Parse(*proxy)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("bad --proxy %q: want http://HOST:PORT", *proxy)
-		}
-		cfg.Proxy = u
-	}
-	if *cacert != "" {
-		pem, err := os.ReadFile(*cacert)
-		if err != nil {
-			return bad("reading --cacert: %v", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return bad("--cacert %s: no PEM certificate in it", *cacert)
-		}
-		cfg.RootCAs = pool
-	}
-	target, err := bench.ParseReplayTarget(*replayTarget)
-	if err != nil {
-		return bad("%v", err)
-	}
-	if len(replay) > 0 {
-		ts, err := bench.ReadReplay(append(replay, rest...), target)
-		if err != nil {
-			fmt.Fprintf(stderr, "warcbench run: %v\n", err)
-			return 1
-		}
-		cfg.Targets = ts
-	} else {
-		if target != nil {
-			return bad("--replay-target needs --replay")
-		}
-		for _, s := range rest {
-			t, err := bench.ParseTarget(s)
-			if err != nil {
-				return bad("%v", err)
-			}
-			cfg.Targets = append(cfg.Targets, t)
-		}
-		if *urlsFile != "" {
-			ts, err := bench.ReadURLFile(*urlsFile)
-			if err != nil {
-				fmt.Fprintf(stderr, "warcbench run: %v\n", err)
-				return 1
-			}
-			cfg.Targets = append(cfg.Targets, ts...)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return bad("%v", err)
-	}
-	if isTerminal(stderr) {
-		cfg.Progress = stderr
-	}
-	res, err := bench.Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "warcbench run: %v\n", err)
-		return 1
-	}
-	if *jsonOut {
-		err = res.WriteJSON(stdout)
-	} else {
-		err = res.WriteText(stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "warcbench run: writing the report: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// isTerminal tells whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // usageError returns a function that reports a bad flag of subcommand cmd
 // and gives the exit code for it (2).
 func usageError(stderr io.Writer, cmd string) func(format string, a ...any) int {
@@ -282,4 +137,23 @@ func usageError(stderr io.Writer, cmd string) func(format string, a ...any) int 
 		fmt.Fprintf(stderr, "warcbench "+cmd+": "+format+"\nRun warcbench "+cmd+" --help for usage.\n", a...)
 		return 2
 	}
+}
+
+// flagError is a bad flag or argument: exit code 2 and a pointer to
+// --help, where any other error exits 1.
+type flagError struct{ msg string }
+
+func (e *flagError) Error() string { return e.msg }
+
+func badFlag(format string, a ...any) error { return &flagError{fmt.Sprintf(format, a...)} }
+
+// exitCode reports err of subcommand cmd on stderr and returns the exit
+// code for it: 2 for a *flagError, else 1.
+func exitCode(stderr io.Writer, cmd string, err error) int {
+	var fe *flagError
+	if errors.As(err, &fe) {
+		return usageError(stderr, cmd)("%s", fe.msg)
+	}
+	fmt.Fprintf(stderr, "warcbench %s: %v\n", cmd, err)
+	return 1
 }

@@ -51,30 +51,41 @@ func boolList(name, s string) ([]bool, error) {
 	return out, nil
 }
 
-func sweep(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// sweepFlags are the flags of warcbench sweep, as given.
+type sweepFlags struct {
+	proxyBin, outDir, path, extra *string
+	keep, baselines, verbose      *bool
+	duration, timeout             *time.Duration
+	n                             *int64
+	// Comma lists: a case per combination of their values.
+	maxConns, workers, gzip, gzipLevel, conc, size, text, mode, tlsList *string
+}
+
+// newSweepFlags declares the flags and usage of warcbench sweep.
+func newSweepFlags(stderr io.Writer) (*flag.FlagSet, *sweepFlags) {
 	fs := flag.NewFlagSet("warcbench sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		proxyBin  = fs.String("proxy-bin", "./bin/warcproxy", "the warcproxy binary to start for each case")
-		outDir    = fs.String("out", "./bench-out", "output dir: sweep.csv, sweep.svg, the CA file and per-case WARC dirs")
-		keep      = fs.Bool("keep", false, "keep the per-case WARC dirs (by default deleted once checked, unless the check failed)")
-		duration  = fs.Duration("duration", 0, "load per case (default 20s unless -n is given)")
-		n         = fs.Int64("n", 0, "requests per case (with --duration: whichever ends first)")
-		timeout   = fs.Duration("timeout", 30*time.Second, "per-request timeout")
-		maxConns  = fs.String("max-conns", "1000", "proxy --max-conns values, comma separated")
-		workers   = fs.String("writer-workers", "1,2,4", "proxy --writer-workers values")
-		gzip      = fs.String("gzip", "true", "proxy --gzip values: true, false or true,false")
-		gzipLevel = fs.String("gzip-level", "0", "proxy --gzip-level values (0: the library default)")
-		conc      = fs.String("concurrency", "50", "load concurrency values (may exceed --max-conns)")
-		size      = fs.String("size", "16KB", "body sizes (/bytes/SIZE), e.g. 16KB,256KB,4MB")
-		text      = fs.String("text", "false", "text-like (compressible) bodies: true, false or both")
-		mode      = fs.String("mode", bench.ModeKeepAlive, "client modes: keepalive, new-conn or both")
-		tlsList   = fs.String("tls", "false", "HTTPS through the MITM (true) or plain HTTP (false), or both")
-		path      = fs.String("path", "", "origin path instead of /bytes/SIZE, e.g. /delay/100")
-		extra     = fs.String("extra-args", "", "more arguments for every proxy, split on spaces, e.g. \"--method-filter POST\"")
-		baselines = fs.Bool("baselines", true, "per load group, rows for direct load and for a proxy with --prefix - (no recording)")
-		verbose   = fs.Bool("v", false, "log each proxy start")
-	)
+	f := &sweepFlags{
+		proxyBin:  fs.String("proxy-bin", "./bin/warcproxy", "the warcproxy binary to start for each case"),
+		outDir:    fs.String("out", "./bench-out", "output dir: sweep.csv, sweep.svg, the CA file and per-case WARC dirs"),
+		keep:      fs.Bool("keep", false, "keep the per-case WARC dirs (by default deleted once checked, unless the check failed)"),
+		duration:  fs.Duration("duration", 0, "load per case (default 20s unless -n is given)"),
+		n:         fs.Int64("n", 0, "requests per case (with --duration: whichever ends first)"),
+		timeout:   fs.Duration("timeout", 30*time.Second, "per-request timeout"),
+		maxConns:  fs.String("max-conns", "1000", "proxy --max-conns values, comma separated"),
+		workers:   fs.String("writer-workers", "1,2,4", "proxy --writer-workers values"),
+		gzip:      fs.String("gzip", "true", "proxy --gzip values: true, false or true,false"),
+		gzipLevel: fs.String("gzip-level", "0", "proxy --gzip-level values (0: the library default)"),
+		conc:      fs.String("concurrency", "50", "load concurrency values (may exceed --max-conns)"),
+		size:      fs.String("size", "16KB", "body sizes (/bytes/SIZE), e.g. 16KB,256KB,4MB"),
+		text:      fs.String("text", "false", "text-like (compressible) bodies: true, false or both"),
+		mode:      fs.String("mode", bench.ModeKeepAlive, "client modes: keepalive, new-conn or both"),
+		tlsList:   fs.String("tls", "false", "HTTPS through the MITM (true) or plain HTTP (false), or both"),
+		path:      fs.String("path", "", "origin path instead of /bytes/SIZE, e.g. /delay/100"),
+		extra:     fs.String("extra-args", "", "more arguments for every proxy, split on spaces, e.g. \"--method-filter POST\""),
+		baselines: fs.Bool("baselines", true, "per load group, rows for direct load and for a proxy with --prefix - (no recording)"),
+		verbose:   fs.Bool("v", false, "log each proxy start"),
+	}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: warcbench sweep [flags]
 
@@ -89,56 +100,24 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
+	return fs, f
+}
+
+func sweep(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, f := newSweepFlags(stderr)
 	rest, code, ok := parse(fs, args)
 	if !ok {
 		return code
 	}
-	bad := usageError(stderr, "sweep")
 	if len(rest) > 0 {
-		return bad("unexpected arguments %q", rest)
+		return usageError(stderr, "sweep")("unexpected arguments %q", rest)
 	}
-	cfg := bench.SweepConfig{
-		ProxyBin: *proxyBin, OutDir: *outDir, Keep: *keep, Duration: *duration, N: *n, Timeout: *timeout,
-		Size: splitList(*size), Mode: splitList(*mode), Path: *path, ExtraArgs: strings.Fields(*extra),
-		Baselines: *baselines,
-	}
-	if cfg.N == 0 && cfg.Duration == 0 {
-		cfg.Duration = 20 * time.Second
-	}
-	var errs []error
-	var err error
-	if cfg.MaxConns, err = intList("max-conns", *maxConns); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.WriterWorkers, err = intList("writer-workers", *workers); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.GzipLevel, err = intList("gzip-level", *gzipLevel); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Concurrency, err = intList("concurrency", *conc); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Gzip, err = boolList("gzip", *gzip); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Text, err = boolList("text", *text); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.TLS, err = boolList("tls", *tlsList); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return bad("%v", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return bad("%v", err)
-	}
-	if _, err := os.Stat(cfg.ProxyBin); err != nil {
-		return bad("--proxy-bin: %v (build it with make build)", err)
+	cfg, err := f.config()
+	if err != nil {
+		return exitCode(stderr, "sweep", err)
 	}
 	level := slog.LevelInfo
-	if *verbose {
+	if *f.verbose {
 		level = slog.LevelDebug
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "sweep")
@@ -164,6 +143,51 @@ Flags:
 		return 1
 	}
 	return 0
+}
+
+// config is the grid the flags ask for; every error is a *flagError.
+func (f *sweepFlags) config() (bench.SweepConfig, error) {
+	cfg := bench.SweepConfig{
+		ProxyBin: *f.proxyBin, OutDir: *f.outDir, Keep: *f.keep, Duration: *f.duration, N: *f.n, Timeout: *f.timeout,
+		Size: splitList(*f.size), Mode: splitList(*f.mode), Path: *f.path, ExtraArgs: strings.Fields(*f.extra),
+		Baselines: *f.baselines,
+	}
+	if cfg.N == 0 && cfg.Duration == 0 {
+		cfg.Duration = 20 * time.Second
+	}
+	var errs []error
+	var err error
+	if cfg.MaxConns, err = intList("max-conns", *f.maxConns); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.WriterWorkers, err = intList("writer-workers", *f.workers); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.GzipLevel, err = intList("gzip-level", *f.gzipLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Concurrency, err = intList("concurrency", *f.conc); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Gzip, err = boolList("gzip", *f.gzip); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Text, err = boolList("text", *f.text); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.TLS, err = boolList("tls", *f.tlsList); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, badFlag("%v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, badFlag("%v", err)
+	}
+	if _, err := os.Stat(cfg.ProxyBin); err != nil {
+		return cfg, badFlag("--proxy-bin: %v (build it with make build)", err)
+	}
+	return cfg, nil
 }
 
 func writeOutputs(dir string, rows []bench.SweepRow) error {
