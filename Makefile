@@ -3,10 +3,11 @@
 #   make build   bin/warcproxy and bin/warcbench, version from `git describe`
 #   make image   the container image warcproxy:VERSION (deploy/docker/Dockerfile)
 #   make run     build, then proxy on 127.0.0.1:8000 writing into ./warcs
-#   make test    go vet, then every test with the race detector (what CI runs)
+#   make test    go vet, then every test with the race detector (what CI runs),
+#                in the root module and in deploy/kubernetes' own module
 #   make bench   benchmarks only
 #   make fuzz    every Fuzz target for FUZZTIME each
-#   make lint    go vet, golangci-lint and staticcheck (from tools/go.mod)
+#   make lint    go vet, golangci-lint and staticcheck (from tools/go.mod), both modules
 #   make check   lint and test
 #
 # Tests that write WARCs also verify them with warcio.js; without
@@ -21,8 +22,13 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 60s
 # The linters live in their own module so their dependencies stay out of
-# the product's go.mod.
-TOOL := $(GO) tool -modfile=tools/go.mod
+# the product's go.mod; the path is absolute because the SUBMODULES below
+# run them from their own folder.
+TOOL := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
+# Modules of their own inside the tree, which `./...` does not reach: the
+# Kubernetes manifests' test, whose k8s.io/* dependencies would otherwise
+# sit in the product's go.mod. No go.work: each is run from its folder.
+SUBMODULES := deploy/kubernetes
 
 .PHONY: build image run test bench fuzz lint check clean
 
@@ -40,7 +46,9 @@ run: build
 
 test:
 	$(GO) vet ./...
+	for m in $(SUBMODULES); do (cd "$$m" && $(GO) vet ./...); done
 	$(GO) test -race -count=1 -timeout 20m ./...
+	for m in $(SUBMODULES); do (cd "$$m" && $(GO) test -race -count=1 -timeout 20m ./...); done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -59,6 +67,9 @@ lint:
 	$(GO) vet ./...
 	$(TOOL) golangci-lint run ./...
 	$(TOOL) staticcheck ./...
+	for m in $(SUBMODULES); do \
+		(cd "$$m" && $(GO) vet ./... && $(TOOL) golangci-lint run ./... && $(TOOL) staticcheck ./...); \
+	done
 
 check: lint test
 

@@ -29,11 +29,3 @@ func port(t *testing.T, hostport string) int {
 	require.NoError(t, err)
 	return n
 }
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}

@@ -1,4 +1,4 @@
-package deploy_test
+package kubernetes_test
 
 import (
 	"bufio"
@@ -38,14 +38,14 @@ import (
 // applied, nor checked here).
 func k8sFiles(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile("kubernetes/kustomization.yaml")
+	data, err := os.ReadFile("kustomization.yaml")
 	require.NoError(t, err)
 	var k struct {
 		Resources []string `yaml:"resources"`
 	}
 	require.NoError(t, yaml.Unmarshal(data, &k))
 	require.NotEmpty(t, k.Resources, "kustomization.yaml resources")
-	entries, err := os.ReadDir("kubernetes")
+	entries, err := os.ReadDir(".")
 	require.NoError(t, err)
 	var inDir []string
 	for _, e := range entries {
@@ -63,7 +63,7 @@ func k8sDocs(t *testing.T) map[string][]byte {
 	t.Helper()
 	docs := map[string][]byte{}
 	for _, f := range k8sFiles(t) {
-		data, err := os.ReadFile("kubernetes/" + f)
+		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 		for i := 0; ; i++ {
@@ -112,6 +112,15 @@ func get(t *testing.T, v any, path ...any) any {
 		}
 	}
 	return v
+}
+
+// keys lists a map's keys, for a failure message.
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // TestKubernetes: the StatefulSet's command line (image entrypoint + args)
