@@ -11,48 +11,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/deploy/deploytest"
 )
 
-// dockerfile returns the Dockerfile's logical lines (continuations joined).
-func dockerfile(t *testing.T) []string {
-	t.Helper()
-	data, err := os.ReadFile("docker/Dockerfile")
-	require.NoError(t, err)
-	var lines []string
-	var cur strings.Builder
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "#") {
-			continue
-		}
-		if s, ok := strings.CutSuffix(strings.TrimRight(l, " \t"), "\\"); ok {
-			cur.WriteString(s + " ")
-			continue
-		}
-		cur.WriteString(l)
-		if s := strings.TrimSpace(cur.String()); s != "" {
-			lines = append(lines, s)
-		}
-		cur.Reset()
-	}
-	return lines
-}
+func dockerfile(t *testing.T) []string { return deploytest.Dockerfile(t, "docker/Dockerfile") }
 
-const imageBinary = "/usr/local/bin/warcproxy"
-
-// entrypoint is the image's ENTRYPOINT (exec form), without the binary.
-func entrypoint(t *testing.T) []string {
-	t.Helper()
-	for _, l := range dockerfile(t) {
-		if rest, ok := strings.CutPrefix(l, "ENTRYPOINT "); ok {
-			var argv []string
-			require.NoError(t, json.Unmarshal([]byte(rest), &argv), "ENTRYPOINT must be the exec (JSON) form")
-			require.Equal(t, imageBinary, argv[0])
-			return argv[1:]
-		}
-	}
-	t.Fatal("Dockerfile has no ENTRYPOINT")
-	return nil
-}
+func entrypoint(t *testing.T) []string { return deploytest.Entrypoint(t, "docker/Dockerfile") }
 
 // runStage is the logical lines of the last stage, from its FROM on.
 func runStage(t *testing.T) []string {
@@ -99,12 +63,12 @@ func healthcheck(t *testing.T) (map[string]string, []string) {
 // flags choose; the binary is built static and runs as non-root; a scratch
 // run stage does not RUN and hands its volumes to the user it runs as.
 func TestDockerfile(t *testing.T) {
-	cfg := parseFlags(t, "Dockerfile ENTRYPOINT", entrypoint(t))
+	cfg := deploytest.ParseFlags(t, "Dockerfile ENTRYPOINT", entrypoint(t))
 	require.Equal(t, "0.0.0.0", cfg.Address)
 	require.NotEmpty(t, cfg.ProxyAuthFile, "--address 0.0.0.0 without --proxy-auth-file")
 	require.Equal(t, "/warcs", cfg.Dir)
 	require.True(t, strings.HasPrefix(cfg.CACert, "/ca/"), "CA in the /ca volume: %s", cfg.CACert)
-	metrics := port(t, cfg.MetricsAddress)
+	metrics := deploytest.Port(t, cfg.MetricsAddress)
 
 	all := strings.Join(dockerfile(t), "\n")
 	require.Contains(t, all, "CGO_ENABLED=0")
@@ -130,7 +94,7 @@ func TestDockerfile(t *testing.T) {
 	}
 
 	opts, argv := healthcheck(t)
-	require.Equal(t, []string{imageBinary, "healthcheck"}, argv[:2], "the binary's own healthcheck subcommand")
+	require.Equal(t, []string{deploytest.ImageBinary, "healthcheck"}, argv[:2], "the binary's own healthcheck subcommand")
 	require.Len(t, argv, 3, "the URL is spelled out, so this test can check its port")
 	u, err := url.Parse(argv[2])
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/deploy/deploytest"
 )
 
 // systemdUnit returns the unit's settings (continuations joined; a key
@@ -54,7 +55,7 @@ func TestSystemdUnit(t *testing.T) {
 	require.Len(t, u["ExecStart"], 1)
 	argv := strings.Fields(strings.ReplaceAll(u["ExecStart"][0], "${CREDENTIALS_DIRECTORY}", "/run/credentials/warcproxy.service"))
 	require.Equal(t, "/usr/local/bin/warcproxy", argv[0])
-	cfg := parseFlags(t, "warcproxy.service ExecStart", argv[1:])
+	cfg := deploytest.ParseFlags(t, "warcproxy.service ExecStart", argv[1:])
 	if cfg.Address != "127.0.0.1" && cfg.Address != "localhost" {
 		require.NotEmpty(t, cfg.ProxyAuthFile, "--address %s without proxy auth", cfg.Address)
 	}

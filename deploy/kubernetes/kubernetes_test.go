@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/deploy/deploytest"
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -143,7 +144,7 @@ func TestKubernetes(t *testing.T) {
 	for _, a := range c["args"].([]any) {
 		args = append(args, a.(string))
 	}
-	cfg := parseFlags(t, "StatefulSet args", append(entrypoint(t), args...))
+	cfg := deploytest.ParseFlags(t, "StatefulSet args", append(deploytest.Entrypoint(t, "../docker/Dockerfile"), args...))
 	require.Equal(t, "redis://redis:6379/0", cfg.DedupDB)
 	require.Equal(t, "redis://redis:6379/0", cfg.StatsDB)
 	require.NotEmpty(t, cfg.ProxyAuthFile)
@@ -158,7 +159,7 @@ func TestKubernetes(t *testing.T) {
 		ports[pm["name"].(string)] = pm["containerPort"].(int)
 	}
 	require.Equal(t, cfg.Port, ports["proxy"])
-	require.Equal(t, port(t, cfg.MetricsAddress), ports["metrics"])
+	require.Equal(t, deploytest.Port(t, cfg.MetricsAddress), ports["metrics"])
 	ann := get(t, sts, "spec", "template", "metadata", "annotations").(map[string]any)
 	require.Equal(t, "true", ann["prometheus.io/scrape"])
 	require.Equal(t, strconv.Itoa(ports["metrics"]), ann["prometheus.io/port"])

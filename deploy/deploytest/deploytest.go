@@ -1,4 +1,7 @@
-package kubernetes_test
+// Package deploytest reads the deployment files (the Dockerfile, unit
+// files, manifests) for the tests that check them: the deploy package's
+// and the Kubernetes module's, which cannot share test files.
+package deploytest
 
 import (
 	"encoding/json"
@@ -14,15 +17,14 @@ import (
 	"github.com/warcproxy/warcproxy/internal/config"
 )
 
-// This module is separate from the product's so that k8s.io/* stays out
-// of the root go.mod; it cannot import the deploy_test package, so what
-// it needs from there (the image's ENTRYPOINT, the flag parser) is copied
-// here from deploy/docker_test.go and deploy/manifests_test.go.
+// ImageBinary is where the container image keeps the binary.
+const ImageBinary = "/usr/local/bin/warcproxy"
 
-// dockerfile returns the Dockerfile's logical lines (continuations joined).
-func dockerfile(t *testing.T) []string {
+// Dockerfile returns the logical lines of the Dockerfile at path
+// (continuations joined, comments left out).
+func Dockerfile(t testing.TB, path string) []string {
 	t.Helper()
-	data, err := os.ReadFile("../docker/Dockerfile")
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var lines []string
 	var cur strings.Builder
@@ -43,17 +45,15 @@ func dockerfile(t *testing.T) []string {
 	return lines
 }
 
-const imageBinary = "/usr/local/bin/warcproxy"
-
-// entrypoint is the image's ENTRYPOINT (exec form), without the binary:
-// the StatefulSet's args are appended to it.
-func entrypoint(t *testing.T) []string {
+// Entrypoint is the image's ENTRYPOINT (exec form) without the binary: a
+// container's arguments are appended to it.
+func Entrypoint(t testing.TB, dockerfilePath string) []string {
 	t.Helper()
-	for _, l := range dockerfile(t) {
+	for _, l := range Dockerfile(t, dockerfilePath) {
 		if rest, ok := strings.CutPrefix(l, "ENTRYPOINT "); ok {
 			var argv []string
 			require.NoError(t, json.Unmarshal([]byte(rest), &argv), "ENTRYPOINT must be the exec (JSON) form")
-			require.Equal(t, imageBinary, argv[0])
+			require.Equal(t, ImageBinary, argv[0])
 			return argv[1:]
 		}
 	}
@@ -61,16 +61,17 @@ func entrypoint(t *testing.T) []string {
 	return nil
 }
 
-// parseFlags runs the proxy's own flag parser over a command line from a
+// ParseFlags runs the proxy's own flag parser over a command line from a
 // deployment file, so a misspelt or removed flag fails here, not at 3 am.
-func parseFlags(t *testing.T, where string, args []string) config.Config {
+func ParseFlags(t testing.TB, where string, args []string) config.Config {
 	t.Helper()
 	cfg, err := config.Parse(args, io.Discard)
 	require.NoError(t, err, "%s: warcproxy %s", where, strings.Join(args, " "))
 	return cfg
 }
 
-func port(t *testing.T, hostport string) int {
+// Port is the port of host:port.
+func Port(t testing.TB, hostport string) int {
 	t.Helper()
 	_, p, err := net.SplitHostPort(hostport)
 	require.NoError(t, err)
