@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/warcproxy/warcproxy/capture"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/writer"
 )
@@ -70,16 +69,16 @@ func (s *Server) admitQueue(w http.ResponseWriter, t *target) bool {
 	return false
 }
 
-// admit reads the crawler's Warcprox-Meta header, if any, into ex (its
-// meta and WARC prefix) and answers the request itself when the header is
-// invalid (400), a limit is reached (420/430) or a block rule applies
-// (403), in warcprox's order. It reports whether to go on.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, ex *capture.Exchange) bool {
-	ex.Prefix = s.opts.Prefix
+// admit reads the crawler's Warcprox-Meta header, if any, and answers the
+// request itself when the header is invalid (400), a limit is reached
+// (420/430) or a block rule applies (403), in warcprox's order. It returns
+// the header (nil without one), the WARC prefix to use ("-": don't
+// archive) and whether to go on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, uri string) (*warcproxmeta.Meta, string, bool) {
 	// The first header counts, as in warcprox.
 	raw := r.Header.Get(warcproxmeta.HeaderName)
 	if raw == "" {
-		return true
+		return nil, s.opts.Prefix, true
 	}
 	meta, err := warcproxmeta.Parse(raw)
 	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
@@ -88,32 +87,31 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ex *capture.Excha
 		}
 	}
 	if err != nil {
-		s.logger.Info("bad Warcprox-Meta header", "url", ex.TargetURI, "err", err)
+		s.logger.Info("bad Warcprox-Meta header", "url", uri, "err", err)
 		textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
-		return false
+		return nil, "", false
 	}
-	ex.Meta = meta
-	if !s.enforceLimits(w, r, ex) {
-		return false
+	if !s.enforceLimits(w, r, uri, meta) {
+		return nil, "", false
 	}
-	if rule := meta.BlockingRule(ex.TargetURI); rule != nil {
+	if rule := meta.BlockingRule(uri); rule != nil {
 		w.Header().Set(warcproxmeta.HeaderName, warcproxmeta.BlockedHeader(rule))
 		textError(w, http.StatusForbidden, "request rejected by warcprox: blocked by rule found in Warcprox-Meta header: "+warcproxmeta.ASCIIJSON(rule.Raw))
-		return false
+		return nil, "", false
 	}
 	if meta.WarcPrefix != nil {
-		ex.Prefix = *meta.WarcPrefix
+		return meta, *meta.WarcPrefix, true
 	}
-	return true
+	return meta, s.opts.Prefix, true
 }
 
 // enforceLimits answers 420 (limits) or 430 (soft-limits) with warcprox's
 // headers when a bucket the request counts in has reached one, and reports
 // whether to go on.
-func (s *Server) enforceLimits(w http.ResponseWriter, r *http.Request, ex *capture.Exchange) bool {
-	reached, err := s.opts.Capture.CheckLimits(r.Context(), ex.TargetURI, ex.Meta)
+func (s *Server) enforceLimits(w http.ResponseWriter, r *http.Request, uri string, meta *warcproxmeta.Meta) bool {
+	reached, err := s.opts.Capture.CheckLimits(r.Context(), uri, meta)
 	if err != nil {
-		s.logger.Error("cannot check limits: statistics unavailable", "url", ex.TargetURI, "err", err)
+		s.logger.Error("cannot check limits: statistics unavailable", "url", uri, "err", err)
 		w.Header().Set("Retry-After", "5")
 		textError(w, http.StatusServiceUnavailable, "warcproxy: cannot check Warcprox-Meta limits: statistics unavailable: "+err.Error())
 		return false
@@ -122,7 +120,7 @@ func (s *Server) enforceLimits(w http.ResponseWriter, r *http.Request, ex *captu
 		return true
 	}
 	rejectLimit(w, r, reached)
-	s.logger.Info("request rejected: limit reached", "url", ex.TargetURI, "limit", reached.Key, "value", reached.Limit, "soft", reached.Soft)
+	s.logger.Info("request rejected: limit reached", "url", uri, "limit", reached.Key, "value", reached.Limit, "soft", reached.Soft)
 	return false
 }
 

@@ -29,10 +29,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	if !s.admitQueue(w, t) {
 		return nil
 	}
-	ex := &capture.Exchange{Start: time.Now(), TargetURI: t.uri(), Method: r.Method, Referer: r.Header.Get("Referer")}
-	if !s.admit(w, r, ex) {
+	start, uri := time.Now(), t.uri()
+	meta, prefix, ok := s.admit(w, r, uri)
+	if !ok {
 		return nil
 	}
+	ex := &capture.Exchange{Start: start, TargetURI: uri, Method: r.Method, Referer: r.Header.Get("Referer"), Meta: meta, Prefix: prefix}
 	s.opts.Capture.Open(ex)
 	defer s.opts.Capture.Abandon(ex) // no-op once submitted
 	f, err := s.fetch(w, r, t, ex)

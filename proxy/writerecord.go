@@ -41,11 +41,10 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		textError(w, http.StatusBadRequest, "warcproxy: WARC-Type, Content-Length and Content-Type request headers are required for "+methodWriteRecord)
 		return
 	}
-	ex := &capture.Exchange{TargetURI: uri}
-	if !s.admit(w, r, ex) {
+	var ok bool
+	if rec.Meta, rec.Prefix, ok = s.admit(w, r, uri); !ok {
 		return
 	}
-	rec.Meta, rec.Prefix = ex.Meta, ex.Prefix
 	if err := s.opts.Capture.WriteRecord(rec, s.clientBody(w, r)); err != nil {
 		textError(w, recordErrorStatus(err), "warcproxy: "+err.Error())
 		return

@@ -22,9 +22,9 @@ const (
 	maxIdleTime         = 60 * time.Second
 	reapEvery           = time.Second
 	maxInterimResponses = 16
-	// MaxResponseHeadBytes bounds the interim responses and the final
+	// maxResponseHeadBytes bounds the interim responses and the final
 	// response head together; more is ErrResponseHeadTooLarge.
-	MaxResponseHeadBytes = 1 << 20
+	maxResponseHeadBytes = 1 << 20
 	expectContinueWait   = time.Second
 )
 

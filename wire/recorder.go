@@ -78,7 +78,7 @@ func (r *Recorder) DigestRange(alg digest.Algorithm, b32 bool, off, n int64) (st
 // [start, end) has a Transfer-Encoding header (net/http drops it from
 // HTTP/1.0 responses before the proxy sees them).
 func (r *Recorder) HasTransferEncoding(start, end int64) bool {
-	if end-start <= 0 || end-start > MaxResponseHeadBytes {
+	if end-start <= 0 || end-start > maxResponseHeadBytes {
 		return false
 	}
 	head := make([]byte, end-start)

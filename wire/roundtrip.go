@@ -102,7 +102,7 @@ func (u *Client) sendBody(c *Conn, out *Outbound) error {
 // instead, and nil if the body should be sent (100 seen, or no answer in
 // time, as RFC 9110 allows).
 func (u *Client) awaitContinue(c *Conn, req *http.Request) (*http.Response, int64, error) {
-	c.rd.limit = c.rd.n + MaxResponseHeadBytes // for all interim heads together
+	c.rd.limit = c.rd.n + maxResponseHeadBytes // for all interim heads together
 	defer func() { c.rd.limit = 0 }()
 	for range maxInterimResponses {
 		c.rd.deadline = time.Now().Add(expectContinueWait)
@@ -135,7 +135,7 @@ func (u *Client) awaitContinue(c *Conn, req *http.Request) (*http.Response, int6
 // 1xx responses, which are not part of the response record. The head limit
 // covers the interim responses and the final head together.
 func readFinal(c *Conn, req *http.Request) (*http.Response, int64, error) {
-	c.rd.limit = c.rd.n + MaxResponseHeadBytes
+	c.rd.limit = c.rd.n + maxResponseHeadBytes
 	defer func() { c.rd.limit = 0 }()
 	for range maxInterimResponses + 1 {
 		start := c.Consumed()
