@@ -42,20 +42,21 @@ type App struct {
 	rates   *rates.Tracker
 	ca      *mitm.CA
 	spooler *spool.Spooler
-	// Registry holds every metric of this instance (Go and process
-	// collectors included); /metrics serves it.
-	Registry *prometheus.Registry
-	Pool     *writer.Pool
-	Capture  *capture.Stage
-	Proxy    *proxy.Server
-	// Dedup is the dedup index (nil with --dedup-db none), CDX the client
-	// of --cdxserver-dedup's CDX server (asked after Dedup finds
-	// nothing), Stats the per-bucket counters, CrawlLog the crawl log
+	// registry holds every metric of this instance (Go and process
+	// collectors included); /metrics serves it. Tests observe the
+	// components through /status and /metrics, as operators do.
+	registry *prometheus.Registry
+	pool     *writer.Pool
+	capture  *capture.Stage
+	proxy    *proxy.Server
+	// dedup is the dedup index (nil with --dedup-db none), cdx the client
+	// of --cdxserver-dedup's CDX server (asked after dedup finds
+	// nothing), stats the per-bucket counters, crawlLog the crawl log
 	// (nil without --crawl-log-dir).
-	Dedup    *dedup.Index
-	CDX      *dedup.CDX
-	Stats    *stats.Tracker
-	CrawlLog *crawllog.Logger
+	dedup    *dedup.Index
+	cdx      *dedup.CDX
+	stats    *stats.Tracker
+	crawlLog *crawllog.Logger
 
 	spoolDir string
 	handles  store.Handles
@@ -97,7 +98,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if err := a.openFiles(); err != nil {
 		return nil, err
 	}
-	a.Registry = newRegistry(version)
+	a.registry = newRegistry(version)
 	if err := a.openWriter(o.writerFS); err != nil {
 		return nil, err
 	}
@@ -164,24 +165,24 @@ func (a *App) openWriter(fs writer.FS) error {
 			}
 		}
 	}
-	a.Pool, err = writer.New(writerOptions(a.cfg, a.version, a.Addr().Port, fs, onClose, a.Registry),
+	a.pool, err = writer.New(writerOptions(a.cfg, a.version, a.Addr().Port, fs, onClose, a.registry),
 		a.logger.With("component", "writer"))
 	return err
 }
 
 // newPipeline builds the capture stage and the proxy front end.
 func (a *App) newPipeline() error {
-	if err := a.ca.Register(a.Registry); err != nil {
+	if err := a.ca.Register(a.registry); err != nil {
 		return err
 	}
-	if err := a.spooler.Register(a.Registry); err != nil {
+	if err := a.spooler.Register(a.registry); err != nil {
 		return err
 	}
 	var err error
-	if a.Capture, err = capture.New(captureOptions(a), a.logger.With("component", "capture")); err != nil {
+	if a.capture, err = capture.New(captureOptions(a), a.logger.With("component", "capture")); err != nil {
 		return err
 	}
-	if a.Proxy, err = proxy.New(proxyOptions(a), a.logger.With("component", "proxy")); err != nil {
+	if a.proxy, err = proxy.New(proxyOptions(a), a.logger.With("component", "proxy")); err != nil {
 		return err
 	}
 	if a.cfg.ProxyAuth == "" && a.cfg.ProxyAuthFile == "" && !isLoopback(a.cfg.Address) {
@@ -190,14 +191,14 @@ func (a *App) newPipeline() error {
 			"address", a.cfg.Address)
 	}
 	a.rates = rates.New(a.rateSample)
-	return registerRates(a.Registry, a.rates)
+	return registerRates(a.registry, a.rates)
 }
 
 // undo releases what a failed New built, in reverse order.
 func (a *App) undo() {
 	_ = a.closeBackends(context.Background())
-	if a.Pool != nil {
-		_ = a.Pool.Close(context.Background())
+	if a.pool != nil {
+		_ = a.pool.Close(context.Background())
 	}
 	if a.ln != nil {
 		a.ln.Close()
@@ -225,7 +226,7 @@ func (a *App) MetricsAddr() net.Addr {
 }
 
 func (a *App) rateSample() rates.Sample {
-	return rates.Sample{URLs: a.Capture.URLsProcessed(), WARCBytes: int64(a.Pool.Stats().BytesWritten)}
+	return rates.Sample{URLs: a.capture.URLsProcessed(), WARCBytes: int64(a.pool.Stats().BytesWritten)}
 }
 
 // Addr is the bound proxy address.

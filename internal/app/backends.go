@@ -39,13 +39,13 @@ func (a *App) openBackends() error {
 		return fmt.Errorf("opening dedup database %s: %w", dspec.Raw, err)
 	}
 	if ds != nil {
-		if a.Dedup, err = dedup.NewIndex(ds, dedup.Options{}, a.logger.With("component", "dedup"), a.Registry); err != nil {
+		if a.dedup, err = dedup.NewIndex(ds, dedup.Options{}, a.logger.With("component", "dedup"), a.registry); err != nil {
 			_ = ds.Close()
 			return fmt.Errorf("dedup: %w", err)
 		}
 	}
 	if cfg.CDXServerDedup != "" {
-		a.CDX, err = dedup.NewCDX(cdxOptions(cfg, a.version), a.logger.With("component", "dedup", "backend", "cdx"), a.Registry)
+		a.cdx, err = dedup.NewCDX(cdxOptions(cfg, a.version), a.logger.With("component", "dedup", "backend", "cdx"), a.registry)
 		if err != nil {
 			return fmt.Errorf("--cdxserver-dedup: %w", err)
 		}
@@ -54,7 +54,7 @@ func (a *App) openBackends() error {
 	if err != nil {
 		return fmt.Errorf("opening stats database %s: %w", sspec.Raw, err)
 	}
-	if a.Stats, err = stats.NewTracker(ss, stats.Options{}, a.logger.With("component", "stats"), a.Registry); err != nil {
+	if a.stats, err = stats.NewTracker(ss, stats.Options{}, a.logger.With("component", "stats"), a.registry); err != nil {
 		if ss != nil {
 			_ = ss.Close()
 		}
@@ -62,13 +62,13 @@ func (a *App) openBackends() error {
 	}
 	if cfg.CrawlLogDir != "" {
 		host, _ := os.Hostname()
-		if a.CrawlLog, err = crawllog.New(cfg.CrawlLogDir, host, a.Addr().Port, a.logger.With("component", "crawllog"), a.Registry); err != nil {
+		if a.crawlLog, err = crawllog.New(cfg.CrawlLogDir, host, a.Addr().Port, a.logger.With("component", "crawllog"), a.registry); err != nil {
 			return fmt.Errorf("crawl log: %w", err)
 		}
 	}
 	cdxShown := ""
-	if a.CDX != nil {
-		cdxShown = a.CDX.URL()
+	if a.cdx != nil {
+		cdxShown = a.cdx.URL()
 	}
 	a.logger.Info("databases", "dedup_db", dspec.Raw, "cdxserver_dedup", cdxShown, "stats_db", sspec.Raw, "crawl_log_dir", cfg.CrawlLogDir)
 	return nil
@@ -78,19 +78,19 @@ func (a *App) openBackends() error {
 // the final flushes.
 func (a *App) closeBackends(ctx context.Context) error {
 	var errs []error
-	if a.Dedup != nil {
-		if err := a.Dedup.Close(ctx); err != nil {
+	if a.dedup != nil {
+		if err := a.dedup.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing dedup index: %w", err))
 		}
 	}
-	_ = a.CDX.Close() // cancels prefetches, releases idle connections; cannot fail
-	if a.Stats != nil {
-		if err := a.Stats.Close(ctx); err != nil {
+	_ = a.cdx.Close() // cancels prefetches, releases idle connections; cannot fail
+	if a.stats != nil {
+		if err := a.stats.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing stats: %w", err))
 		}
 	}
-	if a.CrawlLog != nil {
-		if err := a.CrawlLog.Close(); err != nil {
+	if a.crawlLog != nil {
+		if err := a.crawlLog.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing crawl log: %w", err))
 		}
 	}

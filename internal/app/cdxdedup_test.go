@@ -122,9 +122,10 @@ func TestCDXServerDedupAgainstRealIndex(t *testing.T) {
 			again := crawl(t, second, tls, []string{urls[0], urls[2]})
 			require.Equal(t, got[urls[0]], again[urls[0]])
 			require.Equal(t, got[urls[2]], again[urls[2]])
-			hits := metricValue(t, second, "warcproxy_dedup_cdx_lookups_total", "result", "hit")
-			misses := metricValue(t, second, "warcproxy_dedup_cdx_lookups_total", "result", "miss")
-			errs := metricValue(t, second, "warcproxy_dedup_cdx_lookups_total", "result", "error")
+			mfs := second.Metrics(t)
+			hits := metricValue(t, mfs, "warcproxy_dedup_cdx_lookups_total", "result", "hit")
+			misses := metricValue(t, mfs, "warcproxy_dedup_cdx_lookups_total", "result", "miss")
+			errs := metricValue(t, mfs, "warcproxy_dedup_cdx_lookups_total", "result", "error")
 			second.Stop()
 
 			recs := byURI(warccheck.Dir(t, second.Dir))
@@ -269,7 +270,7 @@ func TestCDXServerDedupFaults(t *testing.T) {
 			got := crawl(t, p, tls, []string{plain.URL + "/same.html", tls.URL + "/same.js"})
 			require.Contains(t, got[plain.URL+"/same.html"], "unchanged page")
 			require.Equal(t, "console.log('unchanged script');", got[tls.URL+"/same.js"])
-			require.Equal(t, 2.0, metricValue(t, p, "warcproxy_dedup_cdx_errors_total", "reason", tt.reason))
+			require.Equal(t, 2.0, metricValue(t, p.Metrics(t), "warcproxy_dedup_cdx_errors_total", "reason", tt.reason))
 			p.Stop()
 			for u, rs := range byURI(warccheck.Dir(t, p.Dir)) {
 				require.Equal(t, "response", rs[0].Type, u)

@@ -50,7 +50,7 @@ func registerRates(reg prometheus.Registerer, r *rates.Tracker) error {
 }
 
 func (a *App) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{Registry: a.Registry})
+	return promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry})
 }
 
 // newMetricsServer binds --metrics-address, which serves /metrics,

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
@@ -32,12 +33,11 @@ func TestMetricsGoldenAndLint(t *testing.T) {
 	// Every optional component that registers metrics is on; the CDX
 	// server is never asked (no traffic), so its address need not answer.
 	p := proxytest.Start(t, func(c *config.Config) { c.CDXServerDedup = "http://127.0.0.1:1/cdx" })
-	problems, err := testutil.GatherAndLint(p.App.Registry)
+	mfs := p.Metrics(t)
+	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil }))
 	require.NoError(t, err)
 	require.Empty(t, problems, "promlint")
 
-	mfs, err := p.App.Registry.Gather()
-	require.NoError(t, err)
 	var lines []string
 	for _, mf := range mfs {
 		if strings.HasPrefix(mf.GetName(), "go_") || strings.HasPrefix(mf.GetName(), "process_") || strings.HasPrefix(mf.GetName(), "promhttp_") {
@@ -153,6 +153,10 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		require.Contains(t, r, "actual_elapsed")
 	}
 
+	// Once every capture is written, the last scrape (/metrics closes
+	// with the proxy); then the files.
+	p.Settle()
+	mfs := p.Metrics(t)
 	p.Stop()
 	recs := warccheck.Dir(t, p.Dir)
 	n := map[string]int{}
@@ -162,10 +166,10 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	require.Equal(t, 1, n["response"])
 	require.Equal(t, 4, n["revisit"])
 	// After the drain: the writer's counters match the files.
-	require.Equal(t, float64(1), metricValue(t, p, "warcproxy_writer_records_total", "type", "response"))
-	require.Equal(t, float64(4), metricValue(t, p, "warcproxy_writer_records_total", "type", "revisit"))
-	require.Equal(t, float64(5), metricValue(t, p, "warcproxy_writer_records_total", "type", "request"))
-	require.Equal(t, float64(5), metricValue(t, p, "warcproxy_writer_captures_total", "result", "written"))
+	require.Equal(t, float64(1), metricValue(t, mfs, "warcproxy_writer_records_total", "type", "response"))
+	require.Equal(t, float64(4), metricValue(t, mfs, "warcproxy_writer_records_total", "type", "revisit"))
+	require.Equal(t, float64(5), metricValue(t, mfs, "warcproxy_writer_records_total", "type", "request"))
+	require.Equal(t, float64(5), metricValue(t, mfs, "warcproxy_writer_captures_total", "result", "written"))
 	var size int64
 	entries, _ := os.ReadDir(p.Dir)
 	for _, e := range entries {
@@ -174,15 +178,14 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 			size += fi.Size()
 		}
 	}
-	require.Equal(t, float64(size), metricValue(t, p, "warcproxy_writer_bytes_total", "", ""))
-	h := metricFamily(t, p, "warcproxy_proxy_capture_duration_seconds")
+	require.Equal(t, float64(size), metricValue(t, mfs, "warcproxy_writer_bytes_total", "", ""))
+	h := metricFamily(t, mfs, "warcproxy_proxy_capture_duration_seconds")
 	require.Equal(t, uint64(5), h.GetMetric()[0].GetHistogram().GetSampleCount())
 }
 
-func metricFamily(t *testing.T, p *proxytest.Proxy, name string) *dto.MetricFamily {
+// metricFamily finds a family in a scrape (proxytest's Metrics).
+func metricFamily(t *testing.T, mfs []*dto.MetricFamily, name string) *dto.MetricFamily {
 	t.Helper()
-	mfs, err := p.App.Registry.Gather()
-	require.NoError(t, err)
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			return mf
@@ -192,9 +195,11 @@ func metricFamily(t *testing.T, p *proxytest.Proxy, name string) *dto.MetricFami
 	return nil
 }
 
-func metricValue(t *testing.T, p *proxytest.Proxy, name, label, value string) float64 {
+// metricValue is the value of the counter or gauge name whose label has
+// value (the first one with no label given).
+func metricValue(t *testing.T, mfs []*dto.MetricFamily, name, label, value string) float64 {
 	t.Helper()
-	for _, m := range metricFamily(t, p, name).GetMetric() {
+	for _, m := range metricFamily(t, mfs, name).GetMetric() {
 		match := label == ""
 		for _, l := range m.GetLabel() {
 			if l.GetName() == label && l.GetValue() == value {

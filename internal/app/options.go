@@ -52,7 +52,7 @@ func captureOptions(a *App) capture.Options {
 	alg, _ := digest.Parse(cfg.DigestAlgorithm)
 	o := capture.Options{
 		Spooler:             a.spooler,
-		Queue:               a.Pool,
+		Queue:               a.pool,
 		Digest:              alg,
 		Base32:              cfg.Base32,
 		WARCVersion:         cfg.WARCVersion,
@@ -61,20 +61,20 @@ func captureOptions(a *App) capture.Options {
 		DedupMinBinarySize:  cfg.DedupMinBinarySize,
 		DedupOnlyWithBucket: cfg.DedupOnlyWithBucket,
 		BlackoutPeriod:      cfg.BlackoutPeriod,
-		Registerer:          a.Registry,
+		Registerer:          a.registry,
 	}
 	// Typed nil pointers must not become non-nil interfaces.
 	switch {
-	case a.CDX != nil:
-		o.Dedup = &dedup.Layered{Local: a.Dedup, Remote: a.CDX}
-	case a.Dedup != nil:
-		o.Dedup = a.Dedup
+	case a.cdx != nil:
+		o.Dedup = &dedup.Layered{Local: a.dedup, Remote: a.cdx}
+	case a.dedup != nil:
+		o.Dedup = a.dedup
 	}
-	if a.Stats != nil {
-		o.Stats = a.Stats
+	if a.stats != nil {
+		o.Stats = a.stats
 	}
-	if a.CrawlLog != nil {
-		o.CrawlLog = a.CrawlLog
+	if a.crawlLog != nil {
+		o.CrawlLog = a.crawlLog
 	}
 	return o
 }
@@ -84,8 +84,8 @@ func proxyOptions(a *App) proxy.Options {
 	pairs, _ := cfg.ProxyAuthPairs() // New read them first
 	return proxy.Options{
 		CA:               a.ca,
-		Capture:          a.Capture,
-		Backlog:          a.Pool,
+		Capture:          a.capture,
+		Backlog:          a.pool,
 		Prefix:           cfg.Prefix,
 		MaxConns:         cfg.MaxConns,
 		ConnWaitTimeout:  cfg.ConnWaitTimeout,
@@ -104,7 +104,7 @@ func proxyOptions(a *App) proxy.Options {
 		NoLocalEndpoints: cfg.MetricsAddress != "",
 		Status:           a.statusHandler(),
 		Metrics:          a.metricsHandler(),
-		Registerer:       a.Registry,
+		Registerer:       a.registry,
 	}
 }
 

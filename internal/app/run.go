@@ -43,13 +43,13 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	g.Add(func() error { return a.runProxy(proxyDone) }, func(error) {
 		go func() {
 			defer close(proxyDone)
-			errs.add("proxy", a.Proxy.Shutdown(sd.begin().soft, sd.hard))
+			errs.add("proxy", a.proxy.Shutdown(sd.begin().soft, sd.hard))
 		}()
 	})
 	g.Add(func() error {
 		defer close(writerDone)
 		<-proxyDone
-		err := a.Pool.Close(sd.hard)
+		err := a.pool.Close(sd.hard)
 		if a.indexer != nil {
 			a.indexer.close() // every file is closed: no more come
 		}
@@ -98,7 +98,7 @@ func (a *App) runProxy(proxyDone <-chan struct{}) error {
 		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
 		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
 		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns, "pid", os.Getpid())
-	err := a.Proxy.Serve(a.ln)
+	err := a.proxy.Serve(a.ln)
 	if !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("proxy listener: %w", err)
 	}

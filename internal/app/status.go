@@ -36,19 +36,19 @@ func (a *App) status() map[string]any {
 		"rates_5min":  a.rates.Over(5 * time.Minute),
 		"rates_15min": a.rates.Over(15 * time.Minute),
 	}
-	maps.Copy(st, a.Proxy.Status())
-	maps.Copy(st, a.Capture.Status())
+	maps.Copy(st, a.proxy.Status())
+	maps.Copy(st, a.capture.Status())
 	maps.Copy(st, a.ca.Status())
 	maps.Copy(st, a.spooler.Status())
 	a.writerStatus(st)
-	if a.Dedup != nil {
-		st["dedup"] = a.Dedup.Status()
+	if a.dedup != nil {
+		st["dedup"] = a.dedup.Status()
 	}
-	if a.CDX != nil {
-		st["cdxserver_dedup"] = a.CDX.Status()
+	if a.cdx != nil {
+		st["cdxserver_dedup"] = a.cdx.Status()
 	}
-	if a.Stats != nil {
-		st["stats"] = a.Stats.Status()
+	if a.stats != nil {
+		st["stats"] = a.stats.Status()
 	}
 	return st
 }
@@ -56,7 +56,7 @@ func (a *App) status() map[string]any {
 // writerStatus is the writer pool's part of /status, with warcprox's keys
 // where it has them.
 func (a *App) writerStatus(st map[string]any) {
-	ws := a.Pool.Stats()
+	ws := a.pool.Stats()
 	st["queued_urls"] = ws.QueueLen
 	st["queue_max_size"] = ws.QueueCap
 	st["warc_bytes_written"] = ws.BytesWritten
@@ -79,7 +79,7 @@ func (a *App) writerStatus(st map[string]any) {
 		st["writer_last_error_time"] = ws.LastWriteErrorAt.UTC().Format(time.RFC3339Nano)
 	}
 	st["writer_workers"] = a.cfg.WriterWorkers
-	st["queue_full_for_seconds"] = a.Pool.FullFor().Seconds()
+	st["queue_full_for_seconds"] = a.pool.FullFor().Seconds()
 	if ws.QueueCap > 0 {
 		st["load"] = float64(ws.QueueLen) / float64(ws.QueueCap)
 	}

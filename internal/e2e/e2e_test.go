@@ -1,12 +1,17 @@
-// Package e2e puts real clients in the loop: a headless Chromium loading a
-// page with its subresources and an XHR, and wget crawling a small site,
-// both through a running warcproxy, then checks the WARCs with both WARC
-// readers (warccheck) and with warcio.js's CDX indexer, as a replay tool
-// would read them.
+// Package e2e holds the system tests: each starts the whole proxy
+// (proxytest, the command's own wiring) against real origins on loopback,
+// hand-written ones included, drives it as clients do, and checks what the
+// clients got, what the origins saw, the WARCs (with both WARC readers,
+// warccheck) and what /status and /metrics say. The proxy package's own
+// tests cover the front end alone, with a fake capture sink.
 //
-// Each test needs an outside program (chromium and certutil, wget, node). A
-// missing one skips the test, except under CI=true, where it fails: .ci/run
-// installs them.
+// Some tests put real clients in the loop: a headless Chromium loading a
+// page with its subresources and an XHR, wget crawling a small site and
+// curl, then check the WARCs with warcio.js's CDX indexer too, as a replay
+// tool would read them. Each needs its outside program (chromium and
+// certutil, wget, curl, node); a missing one skips the test, except under
+// CI=true, where it fails: .ci/run installs them. So do the tests that
+// need Redis (redistest: WARCPROXY_TEST_REDIS, or a redis-server to start).
 package e2e
 
 import (
@@ -113,8 +118,8 @@ func pngOf(t *testing.T, c color.RGBA, size int) []byte {
 	return b.Bytes()
 }
 
-// byURI groups records by target URI and type.
-func byURI(recs []warccheck.Record) map[string]map[string][]warccheck.Record {
+// byURIAndType groups records by target URI and type.
+func byURIAndType(recs []warccheck.Record) map[string]map[string][]warccheck.Record {
 	out := make(map[string]map[string][]warccheck.Record)
 	for _, r := range recs {
 		if r.Type == "warcinfo" {
@@ -136,7 +141,7 @@ func byURI(recs []warccheck.Record) map[string]map[string][]warccheck.Record {
 // network, or a capture of a failed fetch) shows here.
 func checkCaptures(t *testing.T, recs []warccheck.Record, want map[string]int) {
 	t.Helper()
-	got := byURI(recs)
+	got := byURIAndType(recs)
 	// The request record names its response in WARC-Concurrent-To.
 	reqOf := make(map[string]warccheck.Record)
 	for _, r := range recs {

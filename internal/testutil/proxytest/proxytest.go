@@ -1,12 +1,15 @@
 // Package proxytest starts a real warcproxy (the same wiring as the
-// command) on 127.0.0.1:0 for tests and benchmarks, and stops it with
-// t.Cleanup.
+// command) on 127.0.0.1:0 for tests and benchmarks, reads its /status and
+// /metrics as a monitoring client does, and stops it with t.Cleanup.
 package proxytest
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,12 +19,18 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/warcproxy/warcproxy/internal/app"
 	"github.com/warcproxy/warcproxy/internal/config"
 )
 
 // Proxy is a running warcproxy.
 type Proxy struct {
+	// App is the running wiring (its address, CA file, metrics address);
+	// tests see its components only as operators do, through Status and
+	// Metrics.
 	App    *app.App
 	Config config.Config
 	URL    *url.URL // http://127.0.0.1:port
@@ -136,28 +145,118 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // Settle waits until every exchange the proxy has started is written (the
-// queue drained), then flushes dedup saves and stats, as warcprox's tests
-// wait for its postfetch chain before they read stored stats.
+// queue drained, each capture's written step done: its dedup save is
+// visible to lookups, its stats counted), as /status shows it.
 func (p *Proxy) Settle() {
 	p.tb.Helper()
+	p.settle(false)
+}
+
+// SettleStores is Settle, then waits until the dedup saves and stats
+// increments have reached their stores (the backends flush on their own:
+// dedup every 0.1 s, stats every 0.5 s), as warcprox's tests wait for its
+// postfetch chain before they read stored stats.
+func (p *Proxy) SettleStores() {
+	p.tb.Helper()
+	p.settle(true)
+}
+
+func (p *Proxy) settle(stores bool) {
+	p.tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	// What /status says: exchanges started and not yet written.
-	for p.App.Capture.Status()["captures_pending"] != 0 {
+	for {
+		st := p.Status(p.tb)
+		left := map[string]any{"captures_pending": st["captures_pending"]}
+		if d, ok := st["dedup"].(map[string]any); ok && stores { // not with --dedup-db none
+			left["dedup.pending_saves"] = d["pending_saves"]
+		}
+		if s, ok := st["stats"].(map[string]any); ok && stores {
+			left["stats.buckets_unflushed"] = s["buckets_unflushed"]
+		}
+		settled := true
+		for _, v := range left {
+			if v != float64(0) {
+				settled = false
+			}
+		}
+		if settled {
+			return
+		}
 		if time.Now().After(deadline) {
-			p.tb.Fatalf("proxytest: %v exchanges still unwritten after 30 s", p.App.Capture.Status()["captures_pending"])
+			p.tb.Fatalf("proxytest: not settled after 30 s: %v", left)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if p.App.Dedup != nil {
-		if err := p.App.Dedup.Flush(ctx); err != nil {
-			p.tb.Fatalf("proxytest: flushing dedup: %v", err)
+}
+
+// Status returns the proxy's /status document, as a monitoring client
+// reads it: from --metrics-address when it is set, otherwise from the
+// proxy port in origin form, with the first --proxy-auth credentials when
+// the proxy asks for them. JSON numbers are float64.
+func (p *Proxy) Status(tb testing.TB) map[string]any {
+	tb.Helper()
+	resp := p.getLocal(tb, "/status", "")
+	defer resp.Body.Close()
+	var st map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		tb.Fatalf("proxytest: reading /status: %v", err)
+	}
+	return st
+}
+
+// Metrics scrapes /metrics (from the same place as Status) and returns the
+// metric families in the order served, as Gather would have them; for
+// prometheus/testutil, wrap them in a prometheus.GathererFunc.
+func (p *Proxy) Metrics(tb testing.TB) []*dto.MetricFamily {
+	tb.Helper()
+	// The protobuf exposition carries each family exactly as gathered.
+	resp := p.getLocal(tb, "/metrics", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	defer resp.Body.Close()
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	var mfs []*dto.MetricFamily
+	for {
+		mf := &dto.MetricFamily{}
+		err := dec.Decode(mf)
+		if errors.Is(err, io.EOF) {
+			return mfs
+		}
+		if err != nil {
+			tb.Fatalf("proxytest: reading /metrics: %v", err)
+		}
+		mfs = append(mfs, mf)
+	}
+}
+
+// getLocal GETs one of the proxy's own endpoints and fails the test unless
+// it answers 200. Each request has its own connection, so that none stays
+// open to take a --max-conns slot or show in the connection counts.
+func (p *Proxy) getLocal(tb testing.TB, path, accept string) *http.Response {
+	tb.Helper()
+	u := p.URL.String() + path
+	if addr := p.App.MetricsAddr(); addr != nil {
+		u = "http://" + addr.String() + path
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		tb.Fatalf("proxytest: %v", err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if p.App.MetricsAddr() == nil {
+		if pairs, _ := p.Config.ProxyAuthPairs(); len(pairs) > 0 {
+			req.Header.Set("Proxy-Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(pairs[0])))
 		}
 	}
-	if p.App.Stats != nil {
-		if err := p.App.Stats.Flush(ctx); err != nil {
-			p.tb.Fatalf("proxytest: flushing stats: %v", err)
-		}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		tb.Fatalf("proxytest: GET %s: %v", u, err)
 	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tb.Fatalf("proxytest: GET %s: %s: %s", u, resp.Status, body)
+	}
+	return resp
 }

@@ -1,10 +1,16 @@
-package proxy_test
+package e2e
+
+// Raw HTTP on either side of the proxy, shared by the system tests: origins
+// that answer with hand-made or scripted bytes, requests and CONNECT
+// tunnels written to the proxy by hand, and the records they leave.
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha1"
 	"crypto/tls"
 	"encoding/base32"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,3 +207,112 @@ func testCert(t *testing.T) tls.Certificate {
 }
 
 func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
+
+// scriptOrigin runs serve for every connection accepted on 127.0.0.1.
+type scriptOrigin struct {
+	ln    net.Listener
+	conns atomic.Int64
+	wg    sync.WaitGroup
+	stop  chan struct{}
+}
+
+func newScriptOrigin(t *testing.T, serve func(o *scriptOrigin, n int64, c net.Conn, br *bufio.Reader)) *scriptOrigin {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	o := &scriptOrigin{ln: ln, stop: make(chan struct{})}
+	serveConns(t, ln, &o.wg, func(c net.Conn) {
+		defer c.Close()
+		serve(o, o.conns.Add(1), c, bufio.NewReader(c))
+	})
+	// Registered after serveConns' cleanup, so it runs first: scripts
+	// waiting on stop end before the listener's wait.
+	t.Cleanup(func() {
+		select {
+		case <-o.stop:
+		default:
+			close(o.stop)
+		}
+	})
+	return o
+}
+
+func (o *scriptOrigin) addr() string { return o.ln.Addr().String() }
+
+// readHead reads one request head and returns its request line and the
+// Content-Length it declares.
+func readHead(br *bufio.Reader) (line string, length int, err error) {
+	line, err = br.ReadString('\n')
+	if err != nil {
+		return "", 0, err
+	}
+	for {
+		h, err := br.ReadString('\n')
+		if err != nil {
+			return "", 0, err
+		}
+		if h == "\r\n" {
+			break
+		}
+		k, v, _ := strings.Cut(strings.TrimSpace(h), ":")
+		if strings.EqualFold(k, "content-length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return strings.TrimSpace(line), length, nil
+}
+
+// rawGet sends one absolute-form request on a new connection to the proxy
+// and returns the response (body read) or an error.
+func rawGet(t *testing.T, p *proxytest.Proxy, method, url string, timeout time.Duration) (*http.Response, string, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	host := strings.SplitN(strings.SplitN(url, "://", 2)[1], "/", 2)[0]
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\n\r\n", method, url, host)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+	if err != nil {
+		return nil, "", err
+	}
+	body, err := io.ReadAll(resp.Body)
+	return resp, string(body), err
+}
+
+// lastLines is the end of a child test process's output.
+func lastLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// dialConnect opens a CONNECT tunnel to addr through the proxy at proxyAddr.
+func dialConnect(ctx context.Context, proxyAddr, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", proxyAddr)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.Close()
+		return nil, fmt.Errorf("CONNECT: %s", resp.Status)
+	}
+	return &bufferedConn{Conn: c, r: br}, nil
+}
+
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"crypto/rand"

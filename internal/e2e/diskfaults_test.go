@@ -1,10 +1,8 @@
-package proxy_test
+package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -148,59 +146,40 @@ func (l *diskLedger) counts() (ok, refused int) {
 	return len(l.ok), len(l.refused)
 }
 
-// diskStatus reads /status from the proxy port.
-func diskStatus(t *testing.T, p *proxytest.Proxy) map[string]any {
-	t.Helper()
-	resp, err := http.Get(p.URL.String() + "/status")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var st map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
-	return st
-}
-
-// diskMetric reads one unlabelled metric from /metrics on the proxy port.
+// diskMetric reads one unlabelled counter or gauge from /metrics.
 func diskMetric(t *testing.T, p *proxytest.Proxy, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(p.URL.String() + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(t, err, "%s value %q", name, v)
-			return f
+	for _, mf := range p.Metrics(t) {
+		if mf.GetName() != name {
+			continue
 		}
+		require.Len(t, mf.GetMetric(), 1, name)
+		if c := mf.GetMetric()[0].GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return mf.GetMetric()[0].GetGauge().GetValue()
 	}
-	require.NoError(t, sc.Err())
 	t.Fatalf("metric %s not in /metrics", name)
 	return 0
 }
 
-// requireFailingStatus checks what /status, /metrics and the pool say while
-// writes fail with errText.
+// requireFailingStatus checks what /status and /metrics say while writes
+// fail with errText.
 func requireFailingStatus(t *testing.T, p *proxytest.Proxy, errText string) {
 	t.Helper()
-	// The pool's view (writer.Stats): since when, and why.
-	require.Eventually(t, func() bool { return !p.App.Pool.Stats().FailingSince.IsZero() }, diskWait, 5*time.Millisecond,
-		"writer.Stats().FailingSince stays zero while writes fail")
-	ws := p.App.Pool.Stats()
-	require.Contains(t, ws.FailingError, errText)
-	require.Contains(t, ws.LastWriteError.Error(), errText)
-
-	st := diskStatus(t, p)
+	// Since when, and why: the keys internal/app's status adds from
+	// writer.Stats' FailingSince, FailingError and LastWriteError(At).
+	require.Eventually(t, func() bool { return p.Status(t)["writer_failing"] == true }, diskWait, 5*time.Millisecond,
+		"/status writer_failing stays false while writes fail")
+	st := p.Status(t)
+	require.Contains(t, fmt.Sprint(st["writer_failing_error"]), errText, "/status writer_failing_error")
+	require.Contains(t, fmt.Sprint(st["writer_last_error"]), errText, "/status writer_last_error")
 	require.Positive(t, st["writer_errors"], "writer_errors in /status")
-	// The keys internal/app's status adds from writer.Stats' FailingSince,
-	// FailingError and LastWriteError(At).
 	assert.Equal(t, true, st["writer_failing"], "/status writer_failing")
 	if since, ok := st["writer_failing_since"].(string); assert.True(t, ok, "/status writer_failing_since: %v", st["writer_failing_since"]) {
 		_, err := time.Parse(time.RFC3339Nano, since)
 		assert.NoError(t, err, "/status writer_failing_since")
 	}
-	assert.Contains(t, fmt.Sprint(st["writer_failing_error"]), errText, "/status writer_failing_error")
-	assert.Contains(t, fmt.Sprint(st["writer_last_error"]), errText, "/status writer_last_error")
 	if at, ok := st["writer_last_error_time"].(string); assert.True(t, ok, "/status writer_last_error_time: %v", st["writer_last_error_time"]) {
 		_, err := time.Parse(time.RFC3339Nano, at)
 		assert.NoError(t, err, "/status writer_last_error_time")
@@ -209,21 +188,17 @@ func requireFailingStatus(t *testing.T, p *proxytest.Proxy, errText string) {
 	require.Positive(t, diskMetric(t, p, "warcproxy_writer_write_errors_total"))
 }
 
-// requireRecoveredStatus checks that the pool says it is no longer failing,
-// while the last error stays on record.
+// requireRecoveredStatus checks that /status says the writer is no longer
+// failing, while the last error stays on record.
 func requireRecoveredStatus(t *testing.T, p *proxytest.Proxy, errText string) {
 	t.Helper()
-	ws := p.App.Pool.Stats()
-	require.True(t, ws.FailingSince.IsZero(), "writer.Stats().FailingSince after recovery")
-	require.Empty(t, ws.FailingError)
-	require.Contains(t, ws.LastWriteError.Error(), errText)
-	st := diskStatus(t, p)
+	st := p.Status(t)
+	require.Equal(t, false, st["writer_failing"], "/status writer_failing after recovery")
+	require.Nil(t, st["writer_failing_error"], "/status writer_failing_error after recovery")
+	require.Contains(t, fmt.Sprint(st["writer_last_error"]), errText, "/status writer_last_error after recovery")
 	require.Positive(t, st["writer_errors"])
 	require.Zero(t, st["queued_urls"])
-	assert.Equal(t, false, st["writer_failing"], "/status writer_failing after recovery")
 	assert.Nil(t, st["writer_failing_since"], "/status writer_failing_since after recovery")
-	assert.Nil(t, st["writer_failing_error"], "/status writer_failing_error after recovery")
-	assert.Contains(t, fmt.Sprint(st["writer_last_error"]), errText, "/status writer_last_error after recovery")
 }
 
 // requireAllWritten stops the proxy and checks its WARCs: no file left
@@ -305,8 +280,8 @@ func TestDiskFaultsBackPressure(t *testing.T) {
 			for i := range 3 {
 				ledger.add(origin.get(warm, fmt.Sprintf("/warm/%d", i)))
 			}
-			require.Eventually(t, func() bool { return p.App.Pool.Stats().CapturesWritten == 3 }, diskWait, 5*time.Millisecond)
-			require.True(t, p.App.Pool.Stats().FailingSince.IsZero())
+			require.Eventually(t, func() bool { return p.Status(t)["captures_written"] == float64(3) }, diskWait, 5*time.Millisecond)
+			require.Equal(t, false, p.Status(t)["writer_failing"])
 
 			tt.fail(fsys)
 			// One capture for the worker to retry while the clients come.
@@ -352,13 +327,13 @@ func TestDiskFaultsBackPressure(t *testing.T) {
 				r := running.Load()
 				return ok > warmed+queueSize && r > 0 && inflight.Load() == r
 			}, diskWait, 5*time.Millisecond, "clients do not block on the full queue")
-			require.Eventually(t, func() bool { return p.App.Pool.Stats().QueueLen == queueSize }, diskWait, 5*time.Millisecond, "queue full")
+			require.Eventually(t, func() bool { return p.Status(t)["queued_urls"] == float64(queueSize) }, diskWait, 5*time.Millisecond, "queue full")
 			require.Positive(t, fsys.Failures(faultfs.Write))
 
 			// Once the queue has been full past --queue-full-timeout, new
 			// requests are refused before anything is fetched.
 			require.Eventually(t, func() bool {
-				return diskStatus(t, p)["queue_full_for_seconds"].(float64) > 0.3
+				return p.Status(t)["queue_full_for_seconds"].(float64) > 0.3
 			}, diskWait, 10*time.Millisecond)
 			require.Greater(t, diskMetric(t, p, "warcproxy_writer_queue_full_seconds"), 0.3)
 			fetchedBefore := origin.fetched()
@@ -440,27 +415,27 @@ func TestDiskFullTmpfs(t *testing.T) {
 	for i := range 2 {
 		get(fmt.Sprintf("/before/%d", i))
 	}
-	require.Eventually(t, func() bool { return p.App.Pool.Stats().CapturesWritten == 2 }, diskWait, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return p.Status(t)["captures_written"] == float64(2) }, diskWait, 5*time.Millisecond)
 
 	filler := faultfs.Fill(t, dir, "filler")
-	written := p.App.Pool.Stats().CapturesWritten
+	written := p.Status(t)["captures_written"].(float64)
 	const waiting = 5 // fewer than the queue holds: nobody blocks
 	for i := range waiting {
 		get(fmt.Sprintf("/full/%d", i))
 	}
-	require.Eventually(t, func() bool { return p.App.Pool.Stats().WriteErrors >= 2 }, diskWait, 5*time.Millisecond)
-	ws := p.App.Pool.Stats()
-	require.ErrorIs(t, ws.LastWriteError, syscall.ENOSPC)
-	require.Equal(t, written, ws.CapturesWritten, "nothing written to a full disk")
+	require.Eventually(t, func() bool { return p.Status(t)["writer_errors"].(float64) >= 2 }, diskWait, 5*time.Millisecond)
+	st := p.Status(t)
+	require.Contains(t, st["writer_last_error"], syscall.ENOSPC.Error())
+	require.Equal(t, written, st["captures_written"], "nothing written to a full disk")
 	requireFailingStatus(t, p, "no space left on device")
-	st := diskStatus(t, p)
+	st = p.Status(t)
 	require.EqualValues(t, waiting, st["captures_pending"], "captures wait")
 	require.NotNil(t, st["earliest_still_active_fetch_start"])
 	require.Positive(t, st["seconds_behind"])
 
 	require.NoError(t, os.Remove(filler))
 	p.Settle()
-	require.Equal(t, written+waiting, p.App.Pool.Stats().CapturesWritten)
+	require.Equal(t, written+waiting, p.Status(t)["captures_written"])
 	requireRecoveredStatus(t, p, "no space left on device")
 	requireAllWritten(t, p, ok)
 }

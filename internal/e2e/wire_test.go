@@ -1,7 +1,6 @@
-package proxy_test
+package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -134,31 +133,3 @@ func connectClient(t *testing.T, p *proxytest.Proxy, addr string) *http.Client {
 		Timeout: 30 * time.Second,
 	}
 }
-
-// dialConnect opens a CONNECT tunnel to addr through the proxy at proxyAddr.
-func dialConnect(ctx context.Context, proxyAddr, addr string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", proxyAddr)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		c.Close()
-		return nil, fmt.Errorf("CONNECT: %s", resp.Status)
-	}
-	return &bufferedConn{Conn: c, r: br}, nil
-}
-
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

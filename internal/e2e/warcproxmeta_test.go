@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"bytes"
@@ -7,14 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -113,63 +111,6 @@ func TestWarcproxMetaRequests(t *testing.T) {
 	}
 }
 
-// TestWriteRecord: WARCPROX_WRITE_RECORD (and the deprecated PUTMETA)
-// writes the request body as a record of the given WARC-Type, 204.
-func TestWriteRecord(t *testing.T) {
-	p := proxytest.Start(t, nil)
-	send := func(method, uri, warcType, contentType, meta, body string) (int, string) {
-		c, err := net.Dial("tcp", p.URL.Host)
-		require.NoError(t, err)
-		defer c.Close()
-		head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: example.com\r\nContent-Length: %d\r\n", method, uri, len(body))
-		if warcType != "" {
-			head += "WARC-Type: " + warcType + "\r\n"
-		}
-		if contentType != "" {
-			head += "Content-Type: " + contentType + "\r\n"
-		}
-		if meta != "" {
-			head += "Warcprox-Meta: " + meta + "\r\n"
-		}
-		_, _ = io.WriteString(c, head+"\r\n"+body)
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		resp, err := http.ReadResponse(bufioReader(c), nil)
-		require.NoError(t, err)
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	status, _ := send("WARCPROX_WRITE_RECORD", "screenshot:https://example.com/", "resource", "image/png", "", "\x89PNG fake image")
-	require.Equal(t, 204, status)
-	status, _ = send("PUTMETA", "https://example.com/meta", "", "application/json", `{"warc-prefix": "meta"}`, `{"seed": "x"}`)
-	require.Equal(t, 204, status)
-	status, body := send("WARCPROX_WRITE_RECORD", "https://example.com/x", "", "text/plain", "", "no type")
-	require.Equal(t, 400, status)
-	require.Contains(t, body, "WARC-Type")
-	status, _ = send("WARCPROX_WRITE_RECORD", "https://example.com/x", "bad type", "text/plain", "", "x")
-	require.Equal(t, 400, status)
-	status, _ = send("WARCPROX_WRITE_RECORD", "https://example.com/x", "resource", "text/plain", `{"warc-prefix": "-"}`, "x")
-	require.Equal(t, 204, status, "accepted, not archived")
-	p.Stop()
-
-	recs := warccheck.Dir(t, p.Dir)
-	var resource, metadata *warccheck.Record
-	for i := range recs {
-		switch recs[i].Type {
-		case "resource":
-			resource = &recs[i]
-		case "metadata":
-			metadata = &recs[i]
-		}
-	}
-	require.NotNil(t, resource)
-	require.Equal(t, "screenshot:https://example.com/", resource.TargetURI)
-	require.Equal(t, "\x89PNG fake image", string(resource.Block))
-	require.Equal(t, "image/png", resource.Header["Content-Type"])
-	require.NotNil(t, metadata)
-	require.True(t, strings.HasPrefix(metadata.File, "meta-"), metadata.File)
-	require.Equal(t, `{"seed": "x"}`, string(metadata.Block))
-}
-
 // TestBlockedRuleEchoIsAValidHeader: the rule echoed in the 403's
 // Warcprox-Meta response header can come from compressed_blocks, which
 // net/http never validated; a DEL or non-ASCII byte in it must not make the
@@ -195,29 +136,4 @@ func TestBlockedRuleEchoIsAValidHeader(t *testing.T) {
 	var echo map[string]map[string]string
 	require.NoError(t, json.Unmarshal([]byte(resp.Header.Get("Warcprox-Meta")), &echo))
 	require.Equal(t, ".*|\x7f|é😀", echo["blocked-by-rule"]["regex"], "the escaped echo decodes to the rule")
-}
-
-// TestWriteRecordInTunnel: inside a MITM tunnel WARCPROX_WRITE_RECORD is
-// written too (never forwarded to the origin), its URI completed with the
-// tunnel's scheme and host.
-func TestWriteRecordInTunnel(t *testing.T) {
-	var hits atomic.Int64
-	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	defer origin.Close()
-	p := proxytest.Start(t, nil)
-	addr := strings.TrimPrefix(origin.URL, "https://")
-	resp, _ := mitmGet(t, p, addr, "127.0.0.1", 0, "WARCPROX_WRITE_RECORD /shot HTTP/1.1\r\nHost: "+addr+
-		"\r\nWARC-Type: resource\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc")
-	require.Equal(t, 204, resp.StatusCode)
-	require.Zero(t, hits.Load(), "not forwarded")
-	p.Stop()
-	var found bool
-	for _, r := range warccheck.Dir(t, p.Dir) {
-		if r.Type == "resource" {
-			found = true
-			require.Equal(t, origin.URL+"/shot", r.TargetURI)
-			require.Equal(t, "abc", string(r.Block))
-		}
-	}
-	require.True(t, found)
 }

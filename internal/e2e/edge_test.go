@@ -1,8 +1,8 @@
-package proxy_test
+package e2e
 
 import (
+	"bufio"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -179,12 +179,7 @@ func TestMalformedRequests(t *testing.T) {
 
 	// The ones net/http rejected before the proxy's handler are counted
 	// (and logged) too.
-	resp, err = http.Get(p.URL.String() + "/status")
-	require.NoError(t, err)
-	var st map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
-	resp.Body.Close()
-	require.Equal(t, float64(2), st["client_errors"])
+	require.Equal(t, float64(2), p.Status(t)["client_errors"])
 }
 
 // TestHTTP10ClientWithoutHost: inside a tunnel an HTTP/1.0 client may omit
@@ -304,4 +299,32 @@ func TestBadConnectAndHTTP2Preface(t *testing.T) {
 		require.NoError(t, err, "%q", tc.raw)
 		require.Equal(t, tc.status, resp.StatusCode, "%q", tc.raw)
 	}
+}
+
+// TestClientGoneWhileWaitingForHead: when the client hangs up while the
+// proxy waits for the response head, the origin connection is closed at
+// once.
+func TestClientGoneWhileWaitingForHead(t *testing.T) {
+	closed := make(chan time.Duration, 1)
+	origin := newScriptOrigin(t, func(o *scriptOrigin, _ int64, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readHead(br); err != nil {
+			return
+		}
+		start := time.Now()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := br.ReadByte() // EOF when the proxy closes its side
+		if err == io.EOF {
+			closed <- time.Since(start)
+		} else {
+			closed <- -1
+		}
+	})
+	p := proxytest.Start(t, nil)
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	fmt.Fprintf(c, "GET http://%s/x HTTP/1.1\r\nHost: %s\r\n\r\n", origin.addr(), origin.addr())
+	time.Sleep(300 * time.Millisecond)
+	c.Close()
+	d := <-closed
+	require.True(t, d >= 0, "the proxy still holds the origin connection 5 s after its client left")
 }

@@ -1,4 +1,4 @@
-package proxy_test
+package e2e
 
 import (
 	"bufio"
@@ -151,6 +151,8 @@ func TestSlowloris(t *testing.T) {
 	p := proxytest.Start(t, func(c *config.Config) {
 		c.MaxConns = 1100
 		c.HeaderTimeout = 2 * time.Second
+		// /status on a listener of its own: reading it is not counted.
+		c.MetricsAddress = "127.0.0.1:0"
 	})
 	const slow = 1000
 	head := "GET " + origin.URL + "/slow HTTP/1.1\r\nHost: x\r\nX-Padding: " + strings.Repeat("a", 200) + "\r\n\r\n"
@@ -172,8 +174,7 @@ func TestSlowloris(t *testing.T) {
 	}
 	// Wait until the proxy holds them all.
 	require.Eventually(t, func() bool {
-		active, _, _ := p.App.Proxy.ConnStats()
-		return active >= slow
+		return p.Status(t)["connections_active"].(float64) >= slow
 	}, 20*time.Second, 20*time.Millisecond)
 
 	// A normal client is served meanwhile.
@@ -201,8 +202,8 @@ func TestSlowloris(t *testing.T) {
 	}
 	require.Equal(t, slow, cut, "every trickling connection was cut")
 	require.Eventually(t, func() bool {
-		active, waiting, _ := p.App.Proxy.ConnStats()
-		return active == 0 && waiting == 0
+		st := p.Status(t)
+		return st["connections_active"] == float64(0) && st["connections_waiting"] == float64(0)
 	}, 10*time.Second, 20*time.Millisecond, "connection accounting back to zero")
 }
 
@@ -317,4 +318,26 @@ func TestVerifyUpstreamTLS(t *testing.T) {
 	resp, body = fetch(t, lax.Client(), origin.URL+"/", "")
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, "self-signed", body)
+}
+
+// TestClientBodyErrorAnsweredAtOnce: a broken request body from the client
+// is answered at once, without waiting for the origin.
+func TestClientBodyErrorAnsweredAtOnce(t *testing.T) {
+	origin := newScriptOrigin(t, func(o *scriptOrigin, _ int64, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readHead(br); err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, br) // waits for a body that never ends
+	})
+	// 8 s instead of the default 60 s, so that the test ends soon after failing.
+	p := proxytest.Start(t, func(c *config.Config) { c.SocketTimeout = 8 * time.Second })
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c.Close()
+	fmt.Fprintf(c, "POST http://%s/up HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZZ\r\n", origin.addr(), origin.addr())
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "no answer after %s", time.Since(start).Round(time.Second))
+	require.Equal(t, 400, resp.StatusCode)
 }

@@ -1,9 +1,9 @@
-package proxy_test
+package e2e
 
-// Compatibility with warcprox 2.13.1 (internetarchive/warcprox), from a
-// review: behaviours a Brozzler-style crawler or an archivist reading the
-// crawl log and /status would notice, each once different here and now the
-// same.
+// Compatibility with warcprox 2.13.1 (internetarchive/warcprox): the crawl
+// log, /status and the order of limits and blocks, as a Brozzler-style
+// crawler or an archivist reading them expects, each checked against what
+// warcprox's code and tests do.
 
 import (
 	"encoding/json"
@@ -138,7 +138,7 @@ func TestCompatStatusKeys(t *testing.T) {
 	p := proxytest.Start(t, nil)
 	fetch(t, p.Client(), origin.URL+"/x", "")
 	p.Settle()
-	st := statusOf(t, p)
+	st := p.Status(t)
 	var missing []string
 	for _, k := range []string{"role", "version", "host", "address", "port", "pid", "load",
 		"queued_urls", "queue_max_size", "seconds_behind", "threads",

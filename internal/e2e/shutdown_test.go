@@ -1,0 +1,114 @@
+package e2e
+
+// Shutdown under load: exchanges still running at the deadline are cut,
+// and connections waiting for a --max-conns slot end cleanly.
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+)
+
+// TestShutdownCutsTricklingOriginHead: an origin that trickles its response
+// head forever (never idle for --socket-timeout) cannot hold up a shutdown
+// past its deadline.
+func TestShutdownCutsTricklingOriginHead(t *testing.T) {
+	origin := newScriptOrigin(t, func(o *scriptOrigin, _ int64, c net.Conn, br *bufio.Reader) {
+		if _, _, err := readHead(br); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		for {
+			select {
+			case <-o.stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			if _, err := io.WriteString(c, "X-Trickle: 1\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	p := proxytest.Start(t, func(c *config.Config) { c.ShutdownTimeout = time.Second })
+	go func() { _, _, _ = rawGet(t, p, "GET", "http://"+origin.addr()+"/slow-head", time.Minute) }()
+	time.Sleep(500 * time.Millisecond)
+
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- p.Shutdown() }()
+	select {
+	case err := <-done:
+		t.Logf("shutdown returned after %s", time.Since(start))
+		require.ErrorIs(t, err, context.DeadlineExceeded, "a forced shutdown says so")
+	case <-time.After(14 * time.Second):
+		t.Errorf("Shutdown with a 1 s budget still blocked after %s: forward is stuck in roundTrip, "+
+			"which never looks at the request context", time.Since(start).Round(time.Second))
+		close(origin.stop) // let it unwind
+		err := <-done
+		t.Logf("shutdown finally returned: %v", err)
+	}
+}
+
+// TestLimitListenerShutdownUnderChurn: connections waiting for a --max-conns
+// slot during shutdown do not crash the process (run in a child process).
+func TestLimitListenerShutdownUnderChurn(t *testing.T) {
+	if os.Getenv("SHUTDOWN_CHURN_CHILD") == "1" {
+		for round := range 40 {
+			p := proxytest.Start(t, func(c *config.Config) {
+				c.MaxConns = 2
+				c.ConnWaitTimeout = time.Minute
+			})
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 200 { // churn: slots are taken and freed all the time
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						c, err := net.Dial("tcp", p.URL.Host)
+						if err != nil {
+							return
+						}
+						_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+						_, _ = io.WriteString(c, "GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+						_, _ = io.Copy(io.Discard, c)
+						c.Close()
+					}
+				}()
+			}
+			time.Sleep(150 * time.Millisecond)
+			p.Stop()
+			close(stop)
+			wg.Wait()
+			t.Logf("round %d ok", round)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLimitListenerShutdownUnderChurn$", "-test.v")
+	cmd.Env = append(os.Environ(), "SHUTDOWN_CHURN_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	s := string(out)
+	if i := strings.Index(s, "panic: send on closed channel"); i >= 0 {
+		t.Fatalf("the proxy process panicked during Shutdown:\n%s", s[i:min(len(s), i+600)])
+	}
+	require.NoError(t, err, "child: %s", lastLines(s, 20))
+}
