@@ -44,12 +44,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 	if f.resp.StatusCode == http.StatusSwitchingProtocols {
 		f.stop()
-		s.finish(f, ex)
-		return func() { s.splice(w, f.c, f.resp) }
+		s.finish(&f, ex)
+		c, resp := f.c, f.resp // not f: the closure would move it to the heap for every exchange
+		return func() { s.splice(w, c, resp) }
 	}
 	s.respond(w, f.resp, ex)
-	aborted := s.stream(w, f, ex)
-	s.finish(f, ex)
+	aborted := s.stream(w, &f, ex)
+	s.finish(&f, ex)
 	if s.logger.Enabled(r.Context(), slog.LevelDebug) {
 		s.logger.Debug("exchange", "method", r.Method, "url", ex.TargetURI, "status", ex.Status,
 			"bytes", ex.ResEnd-ex.ResStart, "truncated", ex.Truncated, "archived", ex.Archived())
@@ -77,7 +78,7 @@ type fetched struct {
 // fetch sends the request upstream and reads the final response head. A
 // request that failed on a reused connection before any response byte is
 // sent once more on a new one when it is safe to repeat.
-func (s *Server) fetch(w http.ResponseWriter, r *http.Request, t *target, ex *capture.Exchange) (*fetched, error) {
+func (s *Server) fetch(w http.ResponseWriter, r *http.Request, t *target, ex *capture.Exchange) (fetched, error) {
 	upgrade := wire.IsUpgrade(r.Header)
 	headBuf := bufpool.Get()
 	defer bufpool.Put(headBuf)
@@ -89,7 +90,7 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request, t *target, ex *ca
 		c, err := s.up.Get(ctx, t.scheme, t.hostport, sni, pre, attempt > 0)
 		pre = nil
 		if err != nil {
-			return nil, err
+			return fetched{}, err
 		}
 		f, err := s.roundTrip(ctx, c, out, ex)
 		if err == nil {
@@ -98,7 +99,7 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request, t *target, ex *ca
 		}
 		// A connection that sat idle may have been closed by the origin.
 		if attempt > 0 || out.Body != nil || !safeMethod(r.Method) || !wire.IsStale(c, err) || ctx.Err() != nil {
-			return nil, err
+			return fetched{}, err
 		}
 		s.opts.Capture.Rerecord(ex)
 	}
@@ -132,7 +133,7 @@ func (s *Server) outbound(w http.ResponseWriter, r *http.Request, t *target, upg
 
 // roundTrip runs one attempt on c and fills in what the response head
 // tells about the exchange.
-func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound, ex *capture.Exchange) (*fetched, error) {
+func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound, ex *capture.Exchange) (fetched, error) {
 	if s.opts.FetchTimeout > 0 {
 		c.SetFetchEnd(ex.Start.Add(s.opts.FetchTimeout))
 	}
@@ -150,13 +151,13 @@ func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound
 	if err != nil {
 		stop()
 		c.Close()
-		return nil, err
+		return fetched{}, err
 	}
 	ex.ResStart, ex.HeadEnd, ex.IP, ex.Status = start, c.Consumed(), c.IP(), resp.StatusCode
 	if v := resp.Header.Values("Content-Type"); len(v) > 0 {
 		ex.ContentType, ex.HasContentType = v[0], true
 	}
-	return &fetched{c: c, resp: resp, stop: stop}, nil
+	return fetched{c: c, resp: resp, stop: stop}, nil
 }
 
 // fetchFailed answers a request whose fetch got no response. A client

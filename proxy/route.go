@@ -100,7 +100,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// http://proxy-address/status: answer here, never loop.
 			s.serveLocal(w, r)
 		default:
-			s.serveForward(w, r, t)
+			s.serveForward(w, r, &t)
 		}
 	default:
 		s.serveLocal(w, r)
@@ -109,20 +109,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // absoluteTarget is where an absolute-form request goes; it answers 400
 // itself when the URL cannot be fetched.
-func absoluteTarget(w http.ResponseWriter, r *http.Request) (*target, bool) {
+func absoluteTarget(w http.ResponseWriter, r *http.Request) (target, bool) {
 	switch {
 	case r.URL.Scheme != "http" && r.URL.Scheme != "https":
 		textError(w, http.StatusBadRequest, "warcproxy: unsupported URL scheme "+strconv.Quote(r.URL.Scheme))
-		return nil, false
+		return target{}, false
 	case r.URL.Host == "":
 		textError(w, http.StatusBadRequest, "warcproxy: request URL has no host")
-		return nil, false
+		return target{}, false
 	}
 	if p := r.URL.Port(); p != "" && !validPort(p) {
 		textError(w, http.StatusBadRequest, "warcproxy: request URL has an invalid port "+strconv.Quote(p))
-		return nil, false
+		return target{}, false
 	}
-	t := &target{scheme: r.URL.Scheme, requestURI: originForm(r.RequestURI)}
+	t := target{scheme: r.URL.Scheme, requestURI: originForm(r.RequestURI)}
 	t.hostport, t.host = withPort(r.URL.Host, t.scheme)
 	return t, true
 }
