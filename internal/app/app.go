@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/warcproxy/warcproxy/capture"
+	"github.com/warcproxy/warcproxy/cdxj"
 	"github.com/warcproxy/warcproxy/crawllog"
 	"github.com/warcproxy/warcproxy/dedup"
 	"github.com/warcproxy/warcproxy/internal/config"
@@ -60,7 +61,7 @@ type App struct {
 
 	spoolDir string
 	handles  store.Handles
-	indexer  *indexer // --cdxj, or nil
+	indexer  *cdxj.Indexer // --cdxj, or nil
 }
 
 // Option changes how New assembles the proxy; for tests.
@@ -156,8 +157,8 @@ func (a *App) openWriter(fs writer.FS) error {
 	}
 	var onClose func(string)
 	if a.cfg.CDXJ {
-		a.indexer = newIndexer(a.logger.With("component", "cdxj"))
-		onClose = a.indexer.add
+		a.indexer = cdxj.NewIndexer(a.logger.With("component", "cdxj"))
+		onClose = a.indexer.Add
 		// Recovered files are closed files too: index them.
 		for _, f := range recovered.Files {
 			if f.NewPath != "" {

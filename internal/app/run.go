@@ -51,7 +51,7 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 		<-proxyDone
 		err := a.pool.Close(sd.hard)
 		if a.indexer != nil {
-			a.indexer.close() // every file is closed: no more come
+			a.indexer.Close() // every file is closed: no more come
 		}
 		errs.add("writer", err)
 		return nil
@@ -61,7 +61,7 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 		// indexed (an actor that returned early would stop the group).
 		g.Add(func() error {
 			defer close(indexerDone)
-			errs.add("cdxj", a.indexer.run(sd.hard))
+			errs.add("cdxj", a.indexer.Run(sd.hard))
 			return nil
 		}, func(error) {})
 	} else {

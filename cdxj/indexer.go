@@ -1,18 +1,17 @@
-package app
+package cdxj
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"sync"
-
-	"github.com/warcproxy/warcproxy/cdxj"
 )
 
-// indexer writes the CDXJ index of each closed WARC file (--cdxj), one
-// file at a time, off the writer goroutines. Files queue without bound
-// (a restart may recover many at once); the queue holds names only.
-type indexer struct {
+// Indexer writes the CDXJ index of each closed WARC file beside it
+// (--cdxj), one file at a time, off the writer goroutines: the pipeline's
+// last stage. Files queue without bound (a restart may recover many at
+// once); the queue holds names only.
+type Indexer struct {
 	logger *slog.Logger
 
 	mu     sync.Mutex
@@ -21,27 +20,28 @@ type indexer struct {
 	wake   chan struct{} // a token when the queue grew or closed
 }
 
-func newIndexer(logger *slog.Logger) *indexer {
-	return &indexer{logger: logger, wake: make(chan struct{}, 1)}
+// NewIndexer returns an Indexer; Run works through its queue.
+func NewIndexer(logger *slog.Logger) *Indexer {
+	return &Indexer{logger: logger, wake: make(chan struct{}, 1)}
 }
 
-// add queues a closed WARC file (the writer's OnClose).
-func (ix *indexer) add(path string) {
+// Add queues a closed WARC file (the writer's OnClose).
+func (ix *Indexer) Add(path string) {
 	ix.mu.Lock()
 	ix.queue = append(ix.queue, path)
 	ix.mu.Unlock()
 	ix.signal()
 }
 
-// close says no more files come: run returns once the queue is empty.
-func (ix *indexer) close() {
+// Close says no more files come: Run returns once the queue is empty.
+func (ix *Indexer) Close() {
 	ix.mu.Lock()
 	ix.closed = true
 	ix.mu.Unlock()
 	ix.signal()
 }
 
-func (ix *indexer) signal() {
+func (ix *Indexer) signal() {
 	select {
 	case ix.wake <- struct{}{}:
 	default:
@@ -49,7 +49,7 @@ func (ix *indexer) signal() {
 }
 
 // next takes the next file; ok is false once closed and empty.
-func (ix *indexer) next() (path string, ok, closed bool) {
+func (ix *Indexer) next() (path string, ok, closed bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if len(ix.queue) == 0 {
@@ -59,11 +59,11 @@ func (ix *indexer) next() (path string, ok, closed bool) {
 	return path, true, false
 }
 
-// run indexes queued files until close and an empty queue, or until hard
+// Run indexes queued files until Close and an empty queue, or until hard
 // ends (the shutdown budget is spent): the files left unindexed are
 // counted in the error (index them later with a CDXJ indexer such as
 // warcio.js's cdx-index).
-func (ix *indexer) run(hard context.Context) error {
+func (ix *Indexer) Run(hard context.Context) error {
 	for {
 		path, ok, closed := ix.next()
 		switch {
@@ -91,8 +91,8 @@ func (ix *indexer) run(hard context.Context) error {
 	}
 }
 
-func (ix *indexer) index(path string) {
-	out, err := cdxj.WriteBeside(path)
+func (ix *Indexer) index(path string) {
+	out, err := WriteBeside(path)
 	if err != nil {
 		ix.logger.Error("writing the CDXJ index failed", "file", path, "err", err)
 		return

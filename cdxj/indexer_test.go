@@ -1,0 +1,68 @@
+package cdxj_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/cdxj"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// oneWARC writes a closed WARC file with one response record into dir.
+func oneWARC(t *testing.T, dir string) string {
+	t.Helper()
+	block := "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhi"
+	p, err := writer.New(writer.Options{Dir: dir, Gzip: true, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, p.Enqueue(context.Background(), &writer.Capture{Records: []writer.Record{{
+		Type: "response", TargetURI: "http://example.com/", ContentType: "application/http; msgtype=response",
+		Block: strings.NewReader(block), BlockLength: int64(len(block)),
+	}}}))
+	require.NoError(t, p.Close(context.Background()))
+	paths := warcFiles(t, dir)
+	require.Len(t, paths, 1)
+	return paths[0]
+}
+
+// The indexer works through what was queued before and after it started,
+// and Run returns once it is closed and the queue is empty; a file it
+// cannot index is logged and skipped.
+func TestIndexerIndexesQueuedFiles(t *testing.T) {
+	first, second := oneWARC(t, t.TempDir()), oneWARC(t, t.TempDir())
+	ix := cdxj.NewIndexer(slog.New(slog.DiscardHandler))
+	ix.Add(first)
+	ix.Add(filepath.Join(t.TempDir(), "gone.warc.gz"))
+	done := make(chan error, 1)
+	go func() { done <- ix.Run(context.Background()) }()
+	ix.Add(second)
+	ix.Close()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+	for _, warc := range []string{first, second} {
+		_, err := os.Stat(strings.TrimSuffix(warc, ".warc.gz") + ".cdxj")
+		require.NoError(t, err, "index of %s", warc)
+	}
+}
+
+// When the shutdown budget is spent, Run stops and says how many files
+// were left unindexed.
+func TestIndexerStopsAtTheDeadline(t *testing.T) {
+	ix := cdxj.NewIndexer(slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ix.Add(oneWARC(t, t.TempDir()))
+	ix.Add(oneWARC(t, t.TempDir()))
+	err := ix.Run(ctx)
+	require.ErrorContains(t, err, "2 files not indexed")
+}
