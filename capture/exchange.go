@@ -53,7 +53,9 @@ type Exchange struct {
 	settled       bool       // submitted or abandoned
 }
 
-// Archived reports whether the exchange is recorded (Open decided).
+// Archived reports whether the exchange is archived: before Submit,
+// whether it is recorded (what Open decided); after, whether it went to
+// the writer (not filtered out, not in blackout, queued).
 func (ex *Exchange) Archived() bool { return ex.archive }
 
 // Open starts an admitted exchange: it decides whether it is archived

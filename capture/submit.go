@@ -30,10 +30,12 @@ func (s *Stage) Submit(ex *Exchange) {
 		archive = s.lookup(p)
 	}
 	if !archive {
+		ex.archive = false
 		s.notArchived(ex)
 		return
 	}
 	if !s.enqueue(p) {
+		ex.archive = false
 		ex.release()
 		s.active.remove(&ex.active)
 	}

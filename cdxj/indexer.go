@@ -59,27 +59,17 @@ func (ix *Indexer) next() (path string, ok, closed bool) {
 	return path, true, false
 }
 
-// Run indexes queued files until Close and an empty queue, or until hard
-// ends (the shutdown budget is spent): the files left unindexed are
-// counted in the error (index them later with a CDXJ indexer such as
-// warcio.js's cdx-index).
+// Run indexes queued files until Close and an empty queue. When hard
+// ends first (the shutdown budget is spent), it stops indexing but waits
+// for Close (the writer closes its files, even cut short, and queues
+// them), so that every file left without an index is counted in the error
+// (index those later with a CDXJ indexer such as warcio.js's cdx-index).
 func (ix *Indexer) Run(hard context.Context) error {
-	for {
+	for hard.Err() == nil {
 		path, ok, closed := ix.next()
 		switch {
 		case closed:
 			return nil
-		case hard.Err() != nil:
-			ix.mu.Lock()
-			left := len(ix.queue)
-			ix.mu.Unlock()
-			if ok {
-				left++
-			}
-			if left == 0 {
-				return nil
-			}
-			return fmt.Errorf("CDXJ indexing unfinished at the shutdown deadline: %d files not indexed", left)
 		case ok:
 			ix.index(path)
 			continue
@@ -89,6 +79,21 @@ func (ix *Indexer) Run(hard context.Context) error {
 		case <-hard.Done():
 		}
 	}
+	for !ix.isClosed() {
+		<-ix.wake
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if left := len(ix.queue); left > 0 {
+		return fmt.Errorf("CDXJ indexing unfinished at the shutdown deadline: %d files not indexed", left)
+	}
+	return nil
+}
+
+func (ix *Indexer) isClosed() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.closed
 }
 
 func (ix *Indexer) index(path string) {

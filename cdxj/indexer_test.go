@@ -55,14 +55,22 @@ func TestIndexerIndexesQueuedFiles(t *testing.T) {
 	}
 }
 
-// When the shutdown budget is spent, Run stops and says how many files
-// were left unindexed.
+// When the shutdown budget is spent, Run stops indexing, and once the
+// writer has closed its last file (Close) says how many were left
+// unindexed, those closed after the deadline included.
 func TestIndexerStopsAtTheDeadline(t *testing.T) {
 	ix := cdxj.NewIndexer(slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ix.Add(oneWARC(t, t.TempDir()))
-	ix.Add(oneWARC(t, t.TempDir()))
-	err := ix.Run(ctx)
-	require.ErrorContains(t, err, "2 files not indexed")
+	done := make(chan error, 1)
+	go func() { done <- ix.Run(ctx) }()
+	ix.Add(oneWARC(t, t.TempDir())) // closed by a writer after the deadline
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned before Close: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	ix.Close()
+	require.ErrorContains(t, <-done, "2 files not indexed")
 }

@@ -108,10 +108,14 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request, t *target, ex *ca
 // recorders are where the wire client copies the request and response
 // bytes; nil (not recorded) when the exchange is not archived.
 func recorders(ex *capture.Exchange) (req, res io.Writer) {
-	if ex.Request == nil {
-		return nil, nil
+	// A nil *wire.Recorder in an io.Writer would not be nil.
+	if ex.Request != nil {
+		req = ex.Request
 	}
-	return ex.Request, ex.Response
+	if ex.Response != nil {
+		res = ex.Response
+	}
+	return req, res
 }
 
 // outbound is the request as sent upstream: our serialized head, and the

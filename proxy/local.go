@@ -32,7 +32,7 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
 
 // Status is the front end's part of /status, with warcprox's keys.
 func (s *Server) Status() map[string]any {
-	active, waiting, refused := s.ConnStats()
+	active, waiting, refused := s.connStats()
 	st := map[string]any{
 		"active_requests":     s.active.Load(),
 		"client_errors":       s.clientErrors.Load(),

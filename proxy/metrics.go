@@ -42,7 +42,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 	}
 	conn := func(i int) func() float64 {
 		return func() float64 {
-			a, w, r := s.ConnStats()
+			a, w, r := s.connStats()
 			return float64([]int64{a, w, r}[i])
 		}
 	}

@@ -211,8 +211,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // in-flight exchanges to finish and reach the capture stage. When ctx ends
 // first, remaining connections are cut: what they had read is still
 // submitted, marked truncated. Submitting can wait for room in a full
-// writer queue; hard ends that wait (a forced stop), and the exchanges
-// still waiting are reported in the error.
+// writer queue, which only the writer's own shutdown ends; hard (the end
+// of the shutdown budget) stops Shutdown waiting for those exchanges, so
+// that the writer's shutdown can begin, and the error counts them.
 func (s *Server) Shutdown(ctx, hard context.Context) error {
 	s.closing.Store(true)
 	s.closeSplices()
@@ -235,7 +236,7 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	select {
 	case <-done:
 	case <-hard.Done():
-		err = errors.Join(err, fmt.Errorf("%d exchanges still waiting for the writer queue when the shutdown was forced", s.active.Load()))
+		err = errors.Join(err, fmt.Errorf("%d exchanges still in flight at the end of the shutdown budget", s.active.Load()))
 	}
 	if ll := s.ll.Load(); ll != nil {
 		ll.Close()
@@ -248,9 +249,9 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 // Addr is the address the proxy listens on (after Serve started).
 func (s *Server) Addr() *net.TCPAddr { return s.addr.Load() }
 
-// ConnStats reports connections holding a slot, waiting for one, and
+// connStats reports connections holding a slot, waiting for one, and
 // refused after waiting.
-func (s *Server) ConnStats() (active, waiting, refused int64) {
+func (s *Server) connStats() (active, waiting, refused int64) {
 	ll := s.ll.Load()
 	if ll == nil {
 		return 0, 0, 0

@@ -46,27 +46,27 @@ func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string)
 		return
 	}
 	if err := s.opts.Capture.WriteRecord(rec, s.clientBody(w, r)); err != nil {
-		textError(w, recordErrorStatus(err), "warcproxy: "+err.Error())
+		status, msg := recordError(err)
+		textError(w, status, "warcproxy: "+msg)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// recordErrorStatus is the answer to a record the capture stage did not
-// write.
-func recordErrorStatus(err error) int {
+// recordError is the answer to a record the capture stage did not write.
+func recordError(err error) (int, string) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, capture.ErrBody) && errors.As(err, &ne) && ne.Timeout():
-		return http.StatusRequestTimeout // the body stalled
+		return http.StatusRequestTimeout, "the record's body stalled: " + ne.Error()
 	case errors.Is(err, capture.ErrSpool):
-		return http.StatusInternalServerError
+		return http.StatusInternalServerError, err.Error()
 	case errors.Is(err, capture.ErrNotQueued):
-		return http.StatusServiceUnavailable
+		return http.StatusServiceUnavailable, err.Error()
 	}
 	// The client's body, or a record the writer refused (a WARC-Type
 	// that is not a token, a URI with control characters).
-	return http.StatusBadRequest
+	return http.StatusBadRequest, err.Error()
 }
 
 // clientBody is the request body, read with --socket-timeout as an

@@ -105,12 +105,12 @@ func NewClient(o Options) *Client {
 	}
 }
 
-// dialTCP opens a TCP connection to hostport, bounded by the socket timeout.
+// DialTCP opens a TCP connection to hostport, bounded by the socket timeout.
 func (u *Client) DialTCP(ctx context.Context, hostport string) (net.Conn, error) {
 	return u.dialer.DialContext(ctx, "tcp", hostport)
 }
 
-// get returns a connection to the origin: pre, the TCP connection dialed at
+// Get returns a connection to the origin: pre, the TCP connection dialed at
 // CONNECT time, if it is still good; else an idle pooled one (unless fresh);
 // else a new one. sni is the name the client asked for in its own TLS
 // handshake (empty if none); it is sent to the origin and keys the pool.
@@ -165,8 +165,6 @@ func (u *Client) Get(ctx context.Context, scheme, hostport, sni string, pre net.
 	return c, nil
 }
 
-// takeIdle returns a pooled connection that is still usable: not expired,
-// not closed by the origin, and with no bytes the origin sent unasked
 // TLSError marks a failed TLS handshake with the origin.
 type TLSError struct{ err error }
 

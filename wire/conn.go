@@ -105,7 +105,7 @@ func (w *connWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// setFetchEnd bounds the reads of the exchange that is starting on c
+// SetFetchEnd bounds the reads of the exchange that is starting on c
 // (--fetch-timeout); a zero end lifts the bound.
 func (c *Conn) SetFetchEnd(end time.Time) {
 	c.rd.fetchEnd = end
@@ -127,6 +127,8 @@ func (u *Client) newConn(key string, raw, conn net.Conn) *Conn {
 	return c
 }
 
+// Consumed is the number of bytes of the current exchange that the parser
+// has used: where the response read so far ends in its recording.
 func (c *Conn) Consumed() int64 { return c.rd.n - int64(c.br.Buffered()) }
 
 // IP is the origin's address as dialed ("" if not a TCP connection).

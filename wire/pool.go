@@ -2,6 +2,8 @@ package wire
 
 import "time"
 
+// takeIdle returns a pooled connection that is still usable: not expired,
+// not closed by the origin, and with no bytes the origin sent unasked
 // (which would otherwise be taken for the next response).
 func (u *Client) takeIdle(key string) *Conn {
 	now := time.Now()
@@ -26,7 +28,7 @@ func (u *Client) takeIdle(key string) *Conn {
 	}
 }
 
-// put returns a clean connection to the idle pool.
+// Put returns a clean connection to the idle pool.
 func (u *Client) Put(c *Conn) {
 	c.SetFetchEnd(time.Time{})
 	c.rd.sink, c.wr.sink = nil, nil
@@ -78,7 +80,7 @@ func (u *Client) reap() {
 	}
 }
 
-// closeIdle closes every idle connection (at shutdown).
+// CloseIdle closes every idle connection (at shutdown).
 func (u *Client) CloseIdle() {
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -150,8 +150,6 @@ func readFinal(c *Conn, req *http.Request) (*http.Response, int64, error) {
 	return nil, 0, ErrTooManyInterim
 }
 
-// consumed is the number of bytes of this exchange that the parser has used.
-
 func headError(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("upstream closed the connection before a complete response: %w", err)

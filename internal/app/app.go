@@ -59,9 +59,10 @@ type App struct {
 	stats    *stats.Tracker
 	crawlLog *crawllog.Logger
 
-	spoolDir string
-	handles  store.Handles
-	indexer  *cdxj.Indexer // --cdxj, or nil
+	authPairs []string // --proxy-auth and --proxy-auth-file
+	spoolDir  string
+	handles   store.Handles
+	indexer   *cdxj.Indexer // --cdxj, or nil
 }
 
 // Option changes how New assembles the proxy; for tests.
@@ -84,12 +85,13 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	// What the configuration names on disk, before anything is created
-	// (the command has checked it already, to exit 2).
-	if err := cfg.CheckFiles(); err != nil {
-		return nil, err
+	// What the configuration names on disk, read once, before anything
+	// is created (the command has checked it already, to exit 2).
+	pairs, err := cfg.ProxyAuthPairs()
+	if err != nil {
+		return nil, fmt.Errorf("--proxy-auth-file: %w", err)
 	}
-	a := &App{cfg: cfg, version: version, logger: logger, started: time.Now()}
+	a := &App{cfg: cfg, version: version, logger: logger, started: time.Now(), authPairs: pairs}
 	built := false
 	defer func() {
 		if !built {
@@ -186,7 +188,7 @@ func (a *App) newPipeline() error {
 	if a.proxy, err = proxy.New(proxyOptions(a), a.logger.With("component", "proxy")); err != nil {
 		return err
 	}
-	if a.cfg.ProxyAuth == "" && a.cfg.ProxyAuthFile == "" && !isLoopback(a.cfg.Address) {
+	if len(a.authPairs) == 0 && !isLoopback(a.cfg.Address) {
 		a.logger.Warn("LISTENING ON A NON-LOOPBACK ADDRESS WITHOUT --proxy-auth: anyone who can reach this port can use the proxy, "+
 			"fetch from your network through it and read /status; set --proxy-auth or --proxy-auth-file, or bind 127.0.0.1",
 			"address", a.cfg.Address)

@@ -81,7 +81,6 @@ func captureOptions(a *App) capture.Options {
 
 func proxyOptions(a *App) proxy.Options {
 	cfg := a.cfg
-	pairs, _ := cfg.ProxyAuthPairs() // New read them first
 	return proxy.Options{
 		CA:               a.ca,
 		Capture:          a.capture,
@@ -100,7 +99,7 @@ func proxyOptions(a *App) proxy.Options {
 			VerifyTLS:          cfg.VerifyUpstreamTLS,
 			DenyPrivateTargets: cfg.DenyPrivateTargets,
 		},
-		ProxyAuth:        pairs,
+		ProxyAuth:        a.authPairs,
 		NoLocalEndpoints: cfg.MetricsAddress != "",
 		Status:           a.statusHandler(),
 		Metrics:          a.metricsHandler(),

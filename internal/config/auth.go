@@ -32,7 +32,6 @@ func (c Config) ProxyAuthPairs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(pairs)
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -43,7 +42,7 @@ func (c Config) ProxyAuthPairs() ([]string, error) {
 		}
 		pairs = append(pairs, line)
 	}
-	if len(pairs) == n {
+	if len(pairs) == 0 {
 		return nil, fmt.Errorf("%s: no user:password lines", c.ProxyAuthFile)
 	}
 	return pairs, nil

@@ -54,6 +54,8 @@ func TestHostileWriteRecordStalledBody(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	require.NoError(t, err, "no answer 10 s after the body stalled (--socket-timeout 1s)")
 	require.Equal(t, 408, resp.StatusCode)
+	body, _ := io.ReadAll(resp.Body)
+	require.Contains(t, string(body), "the record's body stalled", "the answer says why")
 }
 
 // An HTTP/2 preface inside a CONNECT tunnel, plain and TLS, gets 505 as on
