@@ -226,17 +226,19 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	err := errors.Join(errOuter, errInner)
 	// Whatever is left ends now, truncated: request contexts end (which
 	// closes origin connections) and client connections close.
+	cut := s.active.Load()
 	s.cancelBase()
 	if err != nil {
 		s.outer.Close()
 		s.inner.Close()
+		err = fmt.Errorf("%s in flight cut at the shutdown deadline (what they read is written, marked truncated): %w", exchanges(cut), err)
 	}
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-hard.Done():
-		err = errors.Join(err, fmt.Errorf("%d exchanges still in flight at the end of the shutdown budget", s.active.Load()))
+		err = errors.Join(err, fmt.Errorf("%s still in flight when the shutdown was forced or its budget ran out", exchanges(s.active.Load())))
 	}
 	if ll := s.ll.Load(); ll != nil {
 		ll.Close()
@@ -244,6 +246,14 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	}
 	s.up.CloseIdle()
 	return err
+}
+
+// exchanges says how many, in words.
+func exchanges(n int64) string {
+	if n == 1 {
+		return "1 exchange"
+	}
+	return fmt.Sprintf("%d exchanges", n)
 }
 
 // Addr is the address the proxy listens on (after Serve started).
