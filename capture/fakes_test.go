@@ -77,11 +77,16 @@ type fakeDedup struct {
 	saves   []string // "digest bucket url"
 	lookups int
 	fail    error
+	hang    bool // lookups wait for their context, as with a frozen server
 }
 
 func newFakeDedup() *fakeDedup { return &fakeDedup{entries: map[string]dedup.Entry{}} }
 
-func (d *fakeDedup) LookupURI(_ context.Context, digest, _ string, buckets []string) (*dedup.Entry, string, error) {
+func (d *fakeDedup) LookupURI(ctx context.Context, digest, _ string, buckets []string) (*dedup.Entry, string, error) {
+	if d.hang {
+		<-ctx.Done()
+		return nil, "", ctx.Err()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lookups++

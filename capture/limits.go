@@ -16,6 +16,8 @@ func (s *Stage) CheckLimits(ctx context.Context, uri string, meta *warcproxmeta.
 	if meta == nil || s.opts.Stats == nil || (len(meta.Limits) == 0 && len(meta.SoftLimits) == 0) {
 		return nil, nil
 	}
+	ctx, cancel := s.storeContext(ctx)
+	defer cancel()
 	x, err := s.opts.Stats.CheckLimits(ctx, stats.Buckets(uri, meta), meta)
 	if err != nil || x == nil {
 		return nil, err

@@ -81,6 +81,9 @@ type Options struct {
 	WARCVersion string
 	// MethodFilter, if not empty, lists the only methods that are archived.
 	MethodFilter []string
+	// StoreTimeout bounds each store call made while a client waits (a
+	// dedup lookup, a limits check); 0 means none.
+	StoreTimeout time.Duration
 
 	// Dedup, if set, turns duplicates into revisit records; Stats, if
 	// set, counts captures per bucket and checks limits; CrawlLog, if

@@ -82,7 +82,7 @@ func (s *embeddedStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dedup lookup: %w", err)
+		return nil, fmt.Errorf("reading the embedded database: %w", err)
 	}
 	return out, nil
 }

@@ -62,7 +62,7 @@ func (s *redisStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error) {
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
-			return nil, fmt.Errorf("dedup lookup: %w", err)
+			return nil, fmt.Errorf("reading from redis: %w", err)
 		default:
 			if e, err := decodeEntry(v); err == nil {
 				out[i] = &e

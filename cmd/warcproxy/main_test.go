@@ -57,7 +57,8 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var portRE = regexp.MustCompile(`msg="warcproxy listening".* port=(\d+)`)
+// portRE finds the port in the start line, in the text or the JSON format.
+var portRE = regexp.MustCompile(`"?msg"?[=:]"warcproxy listening".*[ ,]"?port"?[=:](\d+)`)
 
 func startMain(t *testing.T, args ...string) *proc {
 	t.Helper()

@@ -92,6 +92,7 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		return nil, fmt.Errorf("--proxy-auth-file: %w", err)
 	}
 	a := &App{cfg: cfg, version: version, logger: logger, started: time.Now(), authPairs: pairs}
+	store.RouteRedisLogs(logger.With("component", "redis"))
 	built := false
 	defer func() {
 		if !built {

@@ -57,6 +57,7 @@ func captureOptions(a *App) capture.Options {
 		Base32:              cfg.Base32,
 		WARCVersion:         cfg.WARCVersion,
 		MethodFilter:        cfg.MethodFilter,
+		StoreTimeout:        cfg.StoreTimeout,
 		DedupMinTextSize:    cfg.DedupMinTextSize,
 		DedupMinBinarySize:  cfg.DedupMinBinarySize,
 		DedupOnlyWithBucket: cfg.DedupOnlyWithBucket,

@@ -78,6 +78,7 @@ type Config struct {
 	// Backend specs (none, embedded:PATH, redis://..., redis+cluster://...).
 	DedupDB             string        // --dedup-db, --dedup-db-file, -j
 	StatsDB             string        // --stats-db, --stats-db-file
+	StoreTimeout        time.Duration // --store-timeout: each dedup/stats store call on the request path
 	DedupMinTextSize    int64         // --dedup-min-text-size
 	DedupMinBinarySize  int64         // --dedup-min-binary-size
 	DedupOnlyWithBucket bool          // --dedup-only-with-bucket
@@ -137,8 +138,9 @@ func Default() Config {
 		FetchTimeout:    20 * time.Minute,
 		ShutdownTimeout: 30 * time.Second,
 
-		DedupDB: DefaultDB,
-		StatsDB: DefaultDB,
+		DedupDB:      DefaultDB,
+		StatsDB:      DefaultDB,
+		StoreTimeout: 500 * time.Millisecond,
 
 		CDXServerDedupMaxThreads: 50,
 		CDXServerDedupTimeout:    2 * time.Second,
@@ -218,6 +220,7 @@ func (c Config) validateStores(p *problems) {
 			p.bad(flag, "%v", err)
 		}
 	}
+	p.positive("store-timeout", c.StoreTimeout)
 	p.notNegative("dedup-min-text-size", c.DedupMinTextSize)
 	p.notNegative("dedup-min-binary-size", c.DedupMinBinarySize)
 	if c.BlackoutPeriod < 0 {

@@ -49,7 +49,7 @@ func TestDefaultValues(t *testing.T) {
 		TmpFileMaxMemory: 512 * 1024, TmpDir: "", SpoolMemory: 64 * 1024 * 1024, MaxResourceSize: 0,
 		SocketTimeout: 60 * time.Second, FetchTimeout: 20 * time.Minute, MethodFilter: nil, VerifyUpstreamTLS: false,
 		ShutdownTimeout: 30 * time.Second,
-		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db",
+		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db", StoreTimeout: 500 * time.Millisecond,
 		CDXServerDedupMaxThreads: 50, CDXServerDedupTimeout: 2 * time.Second,
 		LogLevel: "info", LogFormat: "text",
 	}

@@ -129,6 +129,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Where dedup entries are kept: embedded:PATH (one local file, the default), redis://host:port/db (shared by a fleet of proxies; ?prefix=name: sets the key prefix), redis+cluster://host:port,host:port, or none. As in warcprox, a bare path means embedded:PATH and /dev/null or empty means none."},
 			{name: "stats-db", aliases: []string{"stats-db-file"}, metavar: "spec", inFile: true, value: stringValue{&c.StatsDB},
 				help: "Where per-bucket statistics (and the counters that limits check) are kept; the same forms as --dedup-db, and the same file or server may serve both. With none, statistics live in memory only, for limits."},
+			{name: "store-timeout", metavar: "duration", inFile: true, value: durationValue{&c.StoreTimeout},
+				help: "Longest a dedup lookup or a limits check may wait for its store (Redis, the embedded file) while a client waits: past it a lookup writes the full response, a limits check answers 503. A store that is down never holds a client longer."},
 			{name: "dedup-min-text-size", metavar: "size", inFile: true, value: sizeValue{&c.DedupMinTextSize},
 				help: "Only dedup text payloads (text/*, JSON, JavaScript, XML, SVG) larger than this."},
 			{name: "dedup-min-binary-size", metavar: "size", inFile: true, value: sizeValue{&c.DedupMinBinarySize},
