@@ -90,6 +90,26 @@ func LoadOrCreateCA(path, certsDir string, logger *slog.Logger) (*CA, error) {
 	return ca, nil
 }
 
+// CheckCAFile checks, without creating or changing anything, that the CA
+// file at path is usable: absent (it will be created), or a certificate
+// and key that parse, with a key file only its owner can read.
+func CheckCAFile(path string) error {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading CA file: %w", err)
+	}
+	if err := checkKeyFileMode(path); err != nil {
+		return err
+	}
+	if _, err := parseCA(data); err != nil {
+		return fmt.Errorf("CA file %s: %w", path, err)
+	}
+	return nil
+}
+
 // CertOnlyPath is where the client copy of the CA certificate is written.
 func CertOnlyPath(caPath string) string {
 	return strings.TrimSuffix(caPath, filepath.Ext(caPath)) + ".crt"

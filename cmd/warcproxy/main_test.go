@@ -344,40 +344,51 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	require.True(t, found, "what was answered before the signals is on disk")
 }
 
-// TestBadProxyAuthFileExits2BeforeAnything: a missing, malformed or empty
-// --proxy-auth-file is a configuration error: exit 2 with a message naming
-// the flag, and no CA, database or WARC directory created.
-func TestBadProxyAuthFileExits2BeforeAnything(t *testing.T) {
+// TestConfigErrorsExit2BeforeAnything: a configuration the proxy cannot
+// run with exits 2 with a message naming the flag, and creates nothing:
+// no CA, database, WARC directory or spool. Each case runs in a fresh
+// directory holding only the files it prepares.
+func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 	for _, tc := range []struct {
-		name, content, want string
+		name  string
+		files map[string]string // prepared in the directory
+		args  []string
+		want  []string // in the message
 	}{
-		{"missing", "", "no such file"},
-		{"malformed", "# users\nalice-no-colon\n", "line 2: want user:password"},
-		{"empty", "# nobody yet\n\n", "no user:password lines"},
+		{"auth file missing", nil, []string{"--proxy-auth-file", "auth"}, []string{"--proxy-auth-file", "no such file"}},
+		{"auth file malformed", map[string]string{"auth": "# users\nalice-no-colon\n"}, []string{"--proxy-auth-file", "auth"},
+			[]string{"--proxy-auth-file", "line 2: want user:password"}},
+		{"auth file empty", map[string]string{"auth": "# nobody yet\n\n"}, []string{"--proxy-auth-file", "auth"},
+			[]string{"--proxy-auth-file", "no user:password lines"}},
+		{"CA file that does not parse", map[string]string{"ca.pem": "not a certificate\n"}, nil, []string{"--cacert", "ca.pem"}},
+		{"WARC dir is a file", map[string]string{"warcs": "oops\n"}, nil, []string{"--dir", "not a directory"}},
+		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}},
+		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			auth := filepath.Join(dir, "auth")
-			if tc.name != "missing" {
-				require.NoError(t, os.WriteFile(auth, []byte(tc.content), 0o600))
+			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
+				"--dedup-db", "embedded:warcproxy.db"}, tc.args...)...)
+			for name, content := range tc.files {
+				require.NoError(t, os.WriteFile(filepath.Join(cmd.Dir, name), []byte(content), 0o600))
 			}
-			code, out := runMain(t, "--port", "0", "--dir", filepath.Join(dir, "warcs"),
-				"--cacert", filepath.Join(dir, "ca.pem"), "--dedup-db", "embedded:"+filepath.Join(dir, "warcproxy.db"),
-				"--proxy-auth-file", auth)
-			require.Equal(t, 2, code, out)
-			require.Contains(t, out, "--proxy-auth-file")
-			require.Contains(t, out, tc.want)
-			entries, err := os.ReadDir(dir)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			require.Equal(t, 2, ee.ExitCode(), "%s", out)
+			for _, w := range tc.want {
+				require.Contains(t, string(out), w)
+			}
+			entries, err := os.ReadDir(cmd.Dir)
 			require.NoError(t, err)
 			var names []string
 			for _, e := range entries {
 				names = append(names, e.Name())
 			}
-			if tc.name == "missing" {
-				require.Empty(t, names, "nothing created")
-			} else {
-				require.Equal(t, []string{"auth"}, names, "nothing created")
+			var prepared []string
+			for name := range tc.files {
+				prepared = append(prepared, name)
 			}
+			require.ElementsMatch(t, prepared, names, "nothing created")
 		})
 	}
 }

@@ -1,21 +1,39 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/warcproxy/warcproxy/mitm"
 )
 
 // CheckFiles checks what the configuration names on disk, which Validate
 // leaves alone (a deployment's configuration is checked where its files do
-// not exist): a missing, unreadable or empty --proxy-auth-file. The
-// command runs it after Parse, so that a bad file exits 2 before anything
-// is created.
+// not exist): the proxy-auth file, the CA file if it exists, and that
+// the directories the proxy would create are not files. The command runs
+// it after Parse, so that such a mistake exits 2 before anything is
+// created.
 func (c Config) CheckFiles() error {
+	var p problems
 	if _, err := c.ProxyAuthPairs(); err != nil {
-		return fmt.Errorf("--proxy-auth-file: %w", err)
+		p.bad("proxy-auth-file", "%v", err)
 	}
-	return nil
+	if err := mitm.CheckCAFile(c.CACert); err != nil {
+		p.bad("cacert", "%v", err)
+	}
+	for _, d := range []struct{ flag, path string }{
+		{"dir", c.Dir}, {"tmp-dir", c.TmpDir}, {"certs-dir", c.CertsDir}, {"crawl-log-dir", c.CrawlLogDir},
+	} {
+		if d.path == "" {
+			continue
+		}
+		if st, err := os.Stat(d.path); err == nil && !st.IsDir() {
+			p.bad(d.flag, "%s exists and is not a directory", d.path)
+		}
+	}
+	return errors.Join(p...)
 }
 
 // ProxyAuthPairs returns the accepted user:password pairs of --proxy-auth

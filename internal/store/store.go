@@ -15,9 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +96,9 @@ func Parse(spec string) (Spec, error) {
 			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
 		}
 		o, err := redis.ParseURL(rest)
+		if err == nil && o.Network != "unix" {
+			err = checkAddrs(o.Addr)
+		}
 		if err != nil {
 			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
 		}
@@ -104,6 +109,9 @@ func Parse(spec string) (Spec, error) {
 			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
 		}
 		o, err := redis.ParseClusterURL(rest)
+		if err == nil {
+			err = checkAddrs(o.Addrs...)
+		}
 		if err != nil {
 			return Spec{}, fmt.Errorf("%q: %w", mask(s), err)
 		}
@@ -114,6 +122,24 @@ func Parse(spec string) (Spec, error) {
 		// A bare path, as warcprox's --dedup-db-file takes it.
 		return Spec{Kind: Embedded, Path: filepath.Clean(s), Raw: "embedded:" + s}, nil
 	}
+}
+
+// checkAddrs accepts host:port addresses with a port from 1 to 65535 (the
+// Redis client would only fail at the first dial, long after start).
+func checkAddrs(addrs ...string) error {
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("address %q: %w", a, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("address %q: the port must be from 1 to 65535", a)
+		}
+		if host == "" {
+			return fmt.Errorf("address %q: no host", a)
+		}
+	}
+	return nil
 }
 
 // clusterURL turns "redis://h1:p1,h2:p2/..." into go-redis's form

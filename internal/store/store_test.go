@@ -45,7 +45,8 @@ func TestParse(t *testing.T) {
 	require.Equal(t, []string{"127.0.0.1:7000", "127.0.0.1:7001"}, s.Cluster.Addrs)
 	require.Equal(t, "p:", s.KeyPrefix)
 
-	for _, bad := range []string{"embedded:", "mysql://x", "redis://127.0.0.1:6379/notanumber"} {
+	for _, bad := range []string{"embedded:", "mysql://x", "redis://127.0.0.1:6379/notanumber",
+		"redis://127.0.0.1:99999/0", "redis://127.0.0.1:0/0", "redis+cluster://127.0.0.1:7000,127.0.0.1:70000"} {
 		_, err := Parse(bad)
 		require.Error(t, err, bad)
 	}
