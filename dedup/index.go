@@ -94,6 +94,7 @@ type Index struct {
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 
+	circuit       circuit // skips lookups while the store keeps failing
 	lookups       chan *lookupReq
 	stopLookups   chan struct{}
 	lookupWG      sync.WaitGroup
@@ -128,6 +129,7 @@ type pendingSave struct {
 
 type counters struct {
 	hits, misses, lookupErrors atomic.Uint64
+	skipped                    atomic.Uint64 // lookups not asked: circuit open
 	saves, saveErrors, dropped atomic.Uint64
 }
 
@@ -226,6 +228,10 @@ func (ix *Index) Lookup(ctx context.Context, digest string, buckets []string) (e
 			keys[i] = Key{Digest: digest, Bucket: buckets[i]}
 		}
 		res, err := ix.lookupStore(ctx, keys)
+		if errors.Is(err, ErrStoreUnavailable) {
+			ix.st.skipped.Add(1)
+			return nil, "", err
+		}
 		if err != nil {
 			ix.st.lookupErrors.Add(1)
 			return nil, "", err
@@ -245,11 +251,26 @@ func (ix *Index) Lookup(ctx context.Context, digest string, buckets []string) (e
 	return nil, "", nil
 }
 
-// lookupStore queues keys for a lookuper and waits for the answer.
+// lookupStore asks the store about keys, unless the circuit says it has
+// been failing: then it answers ErrStoreUnavailable at once.
 func (ix *Index) lookupStore(ctx context.Context, keys []Key) ([]*Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("dedup lookup: %w", err)
 	}
+	if !ix.circuit.allow(time.Now()) {
+		return nil, ErrStoreUnavailable
+	}
+	res, err := ix.askLookuper(ctx, keys)
+	if !errors.Is(err, ErrClosed) {
+		// A lookup that ran out of time counts as a failure too: a hung
+		// store fails no call, it just never answers.
+		ix.circuit.result(err, time.Now())
+	}
+	return res, err
+}
+
+// askLookuper queues keys for a lookuper and waits for the answer.
+func (ix *Index) askLookuper(ctx context.Context, keys []Key) ([]*Entry, error) {
 	r := &lookupReq{ctx: ctx, keys: keys, done: make(chan struct{})}
 	select {
 	case ix.lookups <- r:
@@ -639,16 +660,18 @@ func (ix *Index) Status() map[string]any {
 	if ix == nil {
 		return map[string]any{"enabled": false}
 	}
-	hits, misses, errs := ix.st.hits.Load(), ix.st.misses.Load(), ix.st.lookupErrors.Load()
+	hits, misses, errs, skipped := ix.st.hits.Load(), ix.st.misses.Load(), ix.st.lookupErrors.Load(), ix.st.skipped.Load()
 	return map[string]any{
-		"enabled":       true,
-		"lookups":       hits + misses + errs,
-		"hits":          hits,
-		"misses":        misses,
-		"lookup_errors": errs,
-		"saves":         ix.st.saves.Load(),
-		"save_errors":   ix.st.saveErrors.Load(),
-		"dropped_saves": ix.st.dropped.Load(),
-		"pending_saves": ix.pending(),
+		"enabled":         true,
+		"store":           ix.circuit.state(time.Now()),
+		"lookups":         hits + misses + errs + skipped,
+		"hits":            hits,
+		"misses":          misses,
+		"lookup_errors":   errs,
+		"skipped_lookups": skipped,
+		"saves":           ix.st.saves.Load(),
+		"save_errors":     ix.st.saveErrors.Load(),
+		"dropped_saves":   ix.st.dropped.Load(),
+		"pending_saves":   ix.pending(),
 	}
 }

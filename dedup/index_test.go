@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -375,6 +376,43 @@ func TestIndexSlowLookupDoesNotStallOthers(t *testing.T) {
 	require.NoError(t, <-slowDone)
 }
 
+// TestIndexCircuit: after three failed lookups in a row the store is not
+// asked for a while (lookups fail at once, counted as skipped); after the
+// cool-down one lookup probes it, and a store that answers again closes
+// the circuit.
+func TestIndexCircuit(t *testing.T) {
+	h := newHarness(t, dedup.Options{})
+	var asked atomic.Int64
+	var failing atomic.Bool
+	failing.Store(true)
+	h.s.onLookup(func([]dedup.Key) error {
+		asked.Add(1)
+		if failing.Load() {
+			return errBoom
+		}
+		return nil
+	})
+	for range 3 {
+		_, _, err := h.ix.Lookup(context.Background(), "sha1:A", []string{"a"})
+		require.ErrorIs(t, err, errBoom)
+	}
+	require.Equal(t, "open", h.ix.Status()["store"])
+	require.Equal(t, float64(1), metric(t, h.reg, "warcproxy_dedup_circuit_open"))
+	_, _, err := h.ix.Lookup(context.Background(), "sha1:A", []string{"a"})
+	require.ErrorIs(t, err, dedup.ErrStoreUnavailable)
+	require.Equal(t, int64(3), asked.Load(), "an open circuit asks nothing")
+	require.Equal(t, uint64(1), h.ix.Status()["skipped_lookups"])
+	require.Equal(t, float64(1), metric(t, h.reg, "warcproxy_dedup_lookups_total", "skipped"))
+
+	failing.Store(false)
+	require.Eventually(t, func() bool {
+		_, _, err := h.ix.Lookup(context.Background(), "sha1:A", []string{"a"})
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond, "the probe after the cool-down closes the circuit")
+	require.Equal(t, "closed", h.ix.Status()["store"])
+	require.Equal(t, float64(0), metric(t, h.reg, "warcproxy_dedup_circuit_open"))
+}
+
 // TestIndexLookupErrors: a store failure, a canceled context and a closed
 // Index are errors for the caller (who then archives in full), counted.
 func TestIndexLookupErrors(t *testing.T) {
@@ -693,8 +731,8 @@ func TestIndexMetrics(t *testing.T) {
 		})
 	}
 	require.Equal(t, map[string]any{
-		"enabled": true, "lookups": uint64(3), "hits": uint64(2), "misses": uint64(1), "lookup_errors": uint64(0),
-		"saves": uint64(2), "save_errors": uint64(0), "dropped_saves": uint64(0), "pending_saves": 0,
+		"enabled": true, "store": "closed", "lookups": uint64(3), "hits": uint64(2), "misses": uint64(1), "lookup_errors": uint64(0),
+		"skipped_lookups": uint64(0), "saves": uint64(2), "save_errors": uint64(0), "dropped_saves": uint64(0), "pending_saves": 0,
 	}, h.ix.Status())
 
 	_, err = dedup.NewIndex(&fakeStore{}, dedup.Options{}, nil, h.reg)

@@ -1,6 +1,10 @@
 package dedup
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the Index's Prometheus metrics. Counters and gauges are read
 // from the Index's atomics and buffers at scrape time, so that /status and
@@ -17,6 +21,7 @@ type metrics struct {
 	dropped      *prometheus.Desc
 	pending      *prometheus.Desc
 	lookupQueued *prometheus.Desc
+	circuitOpen  *prometheus.Desc
 }
 
 func newMetrics(ix *Index) *metrics {
@@ -40,12 +45,13 @@ func newMetrics(ix *Index) *metrics {
 			Help:    "Time the dedup store takes to write one batch of saves (failed attempts included).",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
 		}),
-		lookups:      d("lookups_total", "Dedup lookups (one per capture looked up) by result: hit, miss, error.", "result"),
+		lookups:      d("lookups_total", "Dedup lookups (one per capture looked up) by result: hit, miss, error, skipped (not asked: the store kept failing, see warcproxy_dedup_circuit_open).", "result"),
 		saves:        d("saves_total", "Dedup entries (one per digest and bucket) written to the store."),
 		saveErrors:   d("save_errors_total", "Failed store writes of a batch of dedup entries (each is retried with back-off)."),
 		dropped:      d("saves_dropped_total", "Dedup entries dropped unsaved: the save buffer was full, or shutdown could not store them."),
 		pending:      d("pending_saves", "Dedup entries buffered or being written, not yet stored."),
 		lookupQueued: d("lookup_queue_length", "Dedup lookups waiting for a lookuper."),
+		circuitOpen:  d("circuit_open", "1 while dedup lookups are skipped after repeated store failures or time-outs (the store is probed again after a cool-down of 1 s, doubling to 30 s), else 0."),
 	}
 }
 
@@ -53,7 +59,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.lookupSeconds.Describe(ch)
 	m.lookupKeys.Describe(ch)
 	m.saveSeconds.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.lookups, m.saves, m.saveErrors, m.dropped, m.pending, m.lookupQueued} {
+	for _, d := range []*prometheus.Desc{m.lookups, m.saves, m.saveErrors, m.dropped, m.pending, m.lookupQueued, m.circuitOpen} {
 		ch <- d
 	}
 }
@@ -72,9 +78,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.lookups, st.hits.Load(), "hit")
 	counter(m.lookups, st.misses.Load(), "miss")
 	counter(m.lookups, st.lookupErrors.Load(), "error")
+	counter(m.lookups, st.skipped.Load(), "skipped")
 	counter(m.saves, st.saves.Load())
 	counter(m.saveErrors, st.saveErrors.Load())
 	counter(m.dropped, st.dropped.Load())
 	gauge(m.pending, m.ix.pending())
 	gauge(m.lookupQueued, len(m.ix.lookups))
+	open := 0
+	if m.ix.circuit.state(time.Now()) != circuitClosed {
+		open = 1
+	}
+	gauge(m.circuitOpen, open)
 }

@@ -16,8 +16,9 @@ import (
 // redis-server that is frozen (SIGSTOP: connections hang rather than
 // being refused), resumed, killed and restarted empty. Fetches are
 // answered within a second each and recorded in full while Redis does
-// not answer; dedup resumes on its own once it does; the shutdown stays
-// within --shutdown-timeout.
+// not answer, and after three time-outs the store is not asked at all
+// (the circuit, in /status); dedup resumes on its own once Redis answers;
+// the shutdown stays within --shutdown-timeout.
 func TestRedisFrozenKilledRestarted(t *testing.T) {
 	srv := redistest.Private(t)
 	origin := contentOrigin(t, false)
@@ -51,17 +52,24 @@ func TestRedisFrozenKilledRestarted(t *testing.T) {
 	srv.Freeze()
 	get("/frozen1?body=first")
 	get("/frozen2?body=second")
+	get("/frozen3?body=third") // a payload of its own: the one before is found among the unsaved
+	p.Settle()                 // the client has its answer before the lookup: wait for it
+	dedupStatus := p.Status(t)["dedup"].(map[string]any)
+	require.Equal(t, "open", dedupStatus["store"], "three lookups timed out: the store is not asked for a while")
+	get("/frozen4?body=fourth")
+	p.Settle()
+	require.Equal(t, float64(1), p.Status(t)["dedup"].(map[string]any)["skipped_lookups"])
 	srv.Thaw()
 	revisitOf("/thawed?body=first")
 
 	srv.Kill()
-	get("/killed?body=third")
+	get("/killed?body=fifth")
 	srv.Restart() // empty: the originals are gone
-	get("/restarted?body=fourth")
+	get("/restarted?body=sixth")
 	p.SettleStores()
 	hits := p.Status(t)["dedup"].(map[string]any)["hits"].(float64)
 	require.Eventually(t, func() bool {
-		get("/restarted-again?body=fourth")
+		get("/restarted-again?body=sixth")
 		p.Settle()
 		return p.Status(t)["dedup"].(map[string]any)["hits"].(float64) > hits
 	}, 15*time.Second, 200*time.Millisecond, "dedup did not resume after the restart")
@@ -71,7 +79,8 @@ func TestRedisFrozenKilledRestarted(t *testing.T) {
 	require.Less(t, time.Since(start), 4*time.Second+2*time.Second, "shutdown within --shutdown-timeout")
 
 	recs := byURI(principal(warccheck.Dir(t, p.Dir)))
-	for _, path := range []string{"/healthy?body=first", "/frozen1?body=first", "/frozen2?body=second", "/killed?body=third", "/restarted?body=fourth"} {
+	for _, path := range []string{"/healthy?body=first", "/frozen1?body=first", "/frozen2?body=second", "/frozen3?body=third",
+		"/frozen4?body=fourth", "/killed?body=fifth", "/restarted?body=sixth"} {
 		r, ok := recs[origin.URL+path]
 		require.True(t, ok, "%s recorded", path)
 		require.Equal(t, "response", r.Type, "%s: written in full while the store was down", path)

@@ -1,0 +1,80 @@
+package dedup
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrStoreUnavailable is a lookup not even asked: the store failed or did
+// not answer in time several times in a row, and the circuit is open.
+var ErrStoreUnavailable = errors.New("dedup store unavailable: lookups skipped for a while after repeated failures")
+
+// Circuit states, as /status shows them and warcproxy_dedup_store_up reads.
+const (
+	circuitClosed  = "closed"  // lookups go to the store
+	circuitOpen    = "open"    // lookups are skipped until the cool-down ends
+	circuitProbing = "probing" // one lookup is testing the store
+)
+
+const (
+	circuitTrips       = 3 // failures in a row that open the circuit
+	circuitMinCooldown = time.Second
+	circuitMaxCooldown = 30 * time.Second
+)
+
+// circuit stops lookups from waiting on a store that is down or hung:
+// after circuitTrips failures in a row (errors or lookups that ran out of
+// time) it opens for a cool-down, doubling up to circuitMaxCooldown while
+// the store keeps failing; then one lookup probes the store, and its
+// success closes the circuit again.
+type circuit struct {
+	mu        sync.Mutex
+	fails     int
+	openUntil time.Time
+	cooldown  time.Duration
+	probing   bool
+}
+
+// allow reports whether a lookup may ask the store now.
+func (c *circuit) allow(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.openUntil.IsZero():
+		return true
+	case now.Before(c.openUntil) || c.probing:
+		return false
+	}
+	c.probing = true
+	return true
+}
+
+// result records how a lookup that was allowed went.
+func (c *circuit) result(err error, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.fails, c.cooldown, c.probing, c.openUntil = 0, 0, false, time.Time{}
+		return
+	}
+	c.fails++
+	if c.probing || c.fails >= circuitTrips {
+		c.cooldown = min(max(2*c.cooldown, circuitMinCooldown), circuitMaxCooldown)
+		c.openUntil = now.Add(c.cooldown)
+		c.probing = false
+	}
+}
+
+// state is closed, open or probing.
+func (c *circuit) state(now time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.openUntil.IsZero():
+		return circuitClosed
+	case c.probing || !now.Before(c.openUntil):
+		return circuitProbing
+	}
+	return circuitOpen
+}
