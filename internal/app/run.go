@@ -49,11 +49,10 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	g.Add(func() error {
 		defer close(writerDone)
 		<-proxyDone
-		err := a.pool.Close(sd.hard)
+		errs.add("writer", a.closeWriter(sd))
 		if a.indexer != nil {
 			a.indexer.Close() // every file is closed: no more come
 		}
-		errs.add("writer", err)
 		return nil
 	}, func(error) {})
 	if a.indexer != nil {
@@ -89,6 +88,32 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 		a.logger.Error("shutdown incomplete", "err", err)
 	}
 	return err
+}
+
+// writerGrace is how long past the end of the shutdown budget the
+// writers have to finish the record in hand; only a disk that has stopped
+// answering (a hung network file system) takes longer.
+const writerGrace = time.Second
+
+// closeWriter drains the writer queue and closes every file within the
+// budget; at its end the writers abort. A writer still stuck in a write
+// writerGrace later is left behind, so that the process can exit: its
+// file stays .open, holding whole records but perhaps the one being
+// written, and the next start cuts it back and closes it.
+func (a *App) closeWriter(sd *shutdown) error {
+	done := make(chan error, 1)
+	go func() { done <- a.pool.Close(sd.hard) }()
+	select {
+	case err := <-done:
+		return err
+	case <-sd.hard.Done():
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(writerGrace):
+		return fmt.Errorf("the disk did not answer within %s of the shutdown deadline: WARC files left .open for the next start to recover", writerGrace)
+	}
 }
 
 // runProxy serves the proxy port; after a shutdown it returns once the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/warcproxy/warcproxy/internal/testutil/faultfs"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/writer"
 )
 
 // Issue 5: writers never drop records. When the disk fails (ENOSPC, EIO)
@@ -438,4 +440,62 @@ func TestDiskFullTmpfs(t *testing.T) {
 	require.Equal(t, written+waiting, p.Status(t)["captures_written"])
 	requireRecoveredStatus(t, p, "no space left on device")
 	requireAllWritten(t, p, ok)
+}
+
+// TestStuckDiskShutdown: a disk that stops answering (writes that never
+// return, not fail) cannot hold a shutdown past --shutdown-timeout: the
+// proxy exits, saying the files are left .open, and what it wrote before
+// is whole records, readable after the next start's recovery.
+func TestStuckDiskShutdown(t *testing.T) {
+	fsys := faultfs.New()
+	defer fsys.Heal() // let the stuck writer go, so that no goroutine outlives the test
+	p := proxytest.Start(t, func(c *config.Config) {
+		c.WriterWorkers = 1
+		c.ShutdownTimeout = 2 * time.Second
+	}, app.WithWriterFS(fsys))
+	origin := contentOrigin(t, false)
+	client := p.Client()
+	for i := range 3 {
+		fetch(t, client, fmt.Sprintf("%s/before/%d?body=b%d", origin.URL, i, i), "")
+	}
+	p.Settle()
+
+	fsys.Stall()
+	for i := range 2 {
+		start := time.Now()
+		resp, _ := fetch(t, client, fmt.Sprintf("%s/stuck/%d?body=s%d", origin.URL, i, i), "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Less(t, time.Since(start), time.Second, "the client is answered; the capture waits for the disk")
+	}
+	client.CloseIdleConnections()
+	start := time.Now()
+	err := p.Shutdown()
+	require.Less(t, time.Since(start), 2*time.Second+2*time.Second, "shutdown within --shutdown-timeout")
+	require.ErrorContains(t, err, "disk did not answer")
+
+	// What the next start finds: a copy of the directory as the process
+	// left it, recovered.
+	next := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(p.Dir, "*.warc.gz*"))
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(next, filepath.Base(f)), data, 0o644))
+	}
+	rep, err := writer.Recover(next, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Logf("recovered: %+v", rep)
+	recs := byURI(principal(warccheck.Dir(t, next)))
+	for i := range 3 {
+		require.Contains(t, recs, fmt.Sprintf("%s/before/%d?body=b%d", origin.URL, i, i), "written before the disk stalled")
+	}
+
+	// The disk answers again: the writer left behind finishes and closes
+	// its file, in this process that outlived the shutdown.
+	fsys.Heal()
+	require.Eventually(t, func() bool {
+		open, _ := filepath.Glob(filepath.Join(p.Dir, "*.open"))
+		return len(open) == 0
+	}, 10*time.Second, 20*time.Millisecond)
 }

@@ -2,7 +2,7 @@
 // faults a test switches on and off while the pool runs: ENOSPC, EIO or any
 // other error from WriteAt (optionally after writing part of the bytes, as a
 // disk that fills up in the middle of a write), OpenFile, Sync, Rename and
-// Truncate.
+// Truncate; or a stall, a disk that stops answering (Stall).
 //
 // A test typically lets the proxy write for a while, calls Fail to make
 // every write fail, watches the pool retry (write errors in /status and
@@ -68,6 +68,7 @@ type FS struct {
 	faults   map[Op]*state
 	calls    map[Op]int
 	failures map[Op]int
+	stalled  chan struct{} // while not nil, writes wait for it to close
 }
 
 // state is a Fault in progress.
@@ -114,11 +115,37 @@ func (f *FS) Clear(ops ...Op) {
 	}
 }
 
-// Heal removes every fault: from now on every call goes through.
+// Heal removes every fault and ends a stall: from now on every call goes
+// through.
 func (f *FS) Heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	clear(f.faults)
+	if f.stalled != nil {
+		close(f.stalled)
+		f.stalled = nil
+	}
+}
+
+// Stall makes every WriteAt wait, without an error, until Heal: a disk
+// that stops answering (a hung NFS server, a dying drive), not one that
+// fails.
+func (f *FS) Stall() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stalled == nil {
+		f.stalled = make(chan struct{})
+	}
+}
+
+// waitStall waits while writes are stalled.
+func (f *FS) waitStall() {
+	f.mu.Lock()
+	ch := f.stalled
+	f.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // Calls reports how many times op has been called, failed or not.
@@ -197,6 +224,7 @@ type File struct {
 // writes half of p first and reports how much it wrote, or 0 if
 // Unreported.
 func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.waitStall()
 	partial, err := f.fs.check(Write)
 	if err == nil {
 		return f.File.WriteAt(p, off)
