@@ -6,8 +6,11 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
 )
 
 // TestShutdownCutsTricklingOriginHead: an origin that trickles its response
@@ -111,4 +115,31 @@ func TestLimitListenerShutdownUnderChurn(t *testing.T) {
 		t.Fatalf("the proxy process panicked during Shutdown:\n%s", s[i:min(len(s), i+600)])
 	}
 	require.NoError(t, err, "child: %s", lastLines(s, 20))
+}
+
+// TestShutdownWithAClientThatNeverReads: a client that asks for a large
+// body and never reads it (the proxy's writes to it block) cannot hold a
+// shutdown past --shutdown-timeout; what was fetched for it is written,
+// marked truncated.
+func TestShutdownWithAClientThatNeverReads(t *testing.T) {
+	big := strings.Repeat("x", 64<<20)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, big)
+	}))
+	defer origin.Close()
+	p := proxytest.Start(t, func(c *config.Config) { c.ShutdownTimeout = 2 * time.Second })
+	conn, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s/big HTTP/1.1\r\nHost: %s\r\n\r\n", origin.URL, strings.TrimPrefix(origin.URL, "http://"))
+	require.Eventually(t, func() bool { return p.Status(t)["active_requests"].(float64) == 1 }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the proxy's writes to the client fill the socket buffers
+
+	start := time.Now()
+	err = p.Shutdown()
+	require.Less(t, time.Since(start), 2*time.Second+2*time.Second, "shutdown within --shutdown-timeout")
+	require.ErrorContains(t, err, "1 exchange in flight cut")
+	recs := principal(warccheck.Dir(t, p.Dir))
+	require.Len(t, recs, 1)
+	require.Equal(t, "disconnect", recs[0].Header["WARC-Truncated"])
 }
