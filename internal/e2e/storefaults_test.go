@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -8,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/store"
 	"github.com/warcproxy/warcproxy/internal/testutil/redistest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/stats"
 )
 
 // TestRedisFrozenKilledRestarted: the dedup and stats stores on a real
@@ -85,4 +89,42 @@ func TestRedisFrozenKilledRestarted(t *testing.T) {
 		require.True(t, ok, "%s recorded", path)
 		require.Equal(t, "response", r.Type, "%s: written in full while the store was down", path)
 	}
+}
+
+// TestStatsReplayedAfterOutage: stats increments made while Redis does not
+// answer are kept in memory and stored once it answers again: none lost.
+func TestStatsReplayedAfterOutage(t *testing.T) {
+	srv := redistest.Private(t)
+	origin := contentOrigin(t, false)
+	spec := "redis://" + srv.Addr + "/0"
+	p := startOneWriter(t, func(c *config.Config) {
+		c.DedupDB = "none"
+		c.StatsDB = spec
+	})
+	client := p.Client()
+	meta := `{"stats": {"buckets": ["outage"]}}`
+	for i := range 2 {
+		fetch(t, client, fmt.Sprintf("%s/before/%d?body=b%d", origin.URL, i, i), meta)
+	}
+	p.SettleStores()
+	srv.Freeze()
+	for i := range 3 {
+		fetch(t, client, fmt.Sprintf("%s/during/%d?body=d%d", origin.URL, i, i), meta)
+	}
+	p.Settle()
+	require.Eventually(t, func() bool {
+		return p.Status(t)["stats"].(map[string]any)["flush_errors"].(float64) > 0
+	}, 20*time.Second, 50*time.Millisecond, "a flush fails while Redis is frozen")
+	srv.Thaw()
+	p.SettleStores() // the flusher retries until Redis takes the increments
+
+	sp, err := store.Parse(spec)
+	require.NoError(t, err)
+	var h store.Handles
+	st, err := stats.Open(sp, &h)
+	require.NoError(t, err)
+	defer st.Close()
+	got, err := st.Get(context.Background(), []string{"outage"})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), got["outage"].Total.URLs, "increments made during the outage are stored after it")
 }
