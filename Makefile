@@ -46,7 +46,7 @@ run: build
 
 test:
 	$(GO) vet ./...
-	for m in $(SUBMODULES); do (cd "$$m" && $(GO) vet ./...); done
+	for m in $(SUBMODULES); do (cd "$$m" && { $(GO) mod tidy -diff >/dev/null || { echo "$$m: its go.mod is behind the root's: run go mod tidy in $$m"; exit 1; }; } && $(GO) vet ./...); done
 	$(GO) test -race -count=1 -timeout 20m ./...
 	for m in $(SUBMODULES); do (cd "$$m" && $(GO) test -race -count=1 -timeout 20m ./...); done
 
