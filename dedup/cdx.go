@@ -119,6 +119,7 @@ type CDX struct {
 	// another lookup) started for the same URL instead of sending its own.
 	mu       sync.Mutex
 	inflight map[string]*cdxCall
+	circuit  circuit // stops asking a server that keeps failing
 	// Prefetches run under ctx, which Close cancels before waiting for
 	// them.
 	ctx        context.Context
@@ -260,7 +261,7 @@ func (c *CDX) Prefetch(uri string) {
 		return
 	}
 	c.mu.Lock()
-	if c.inflight[uri] != nil {
+	if c.inflight[uri] != nil || !c.circuit.allow(time.Now()) {
 		c.mu.Unlock()
 		return
 	}
@@ -268,6 +269,7 @@ func (c *CDX) Prefetch(uri string) {
 	case c.slots <- struct{}{}:
 	default:
 		c.mu.Unlock()
+		c.circuit.release()
 		c.prefetchBusy.Add(1)
 		return
 	}
@@ -329,12 +331,17 @@ func (c *CDX) newest(ctx context.Context, uri string) (*newest, *cdxError) {
 			c.mu.Unlock()
 			return n, nil
 		}
+		if !c.circuit.allow(time.Now()) {
+			c.mu.Unlock()
+			return nil, &cdxError{reasonOpen, errors.New("the CDX server failed or timed out repeatedly; not asked for a while")}
+		}
 		call = &cdxCall{done: make(chan struct{})}
 		c.inflight[uri] = call
 		c.mu.Unlock()
 		select {
 		case c.slots <- struct{}{}:
 		case <-ctx.Done():
+			c.circuit.release()
 			c.finish(uri, call, nil, &cdxError{reasonBusy, fmt.Errorf("%d requests in flight: %w", c.opts.MaxConcurrent, ctx.Err())})
 			return nil, call.err
 		}
@@ -366,6 +373,11 @@ func (c *CDX) run(ctx context.Context, uri string, call *cdxCall) {
 			n = &newest{ts: ts}
 			n.digest, _ = sha1Base32(got)
 		}
+	}
+	if err != nil {
+		c.circuit.result(err, time.Now())
+	} else {
+		c.circuit.result(nil, time.Now())
 	}
 	c.finish(uri, call, n, err)
 }
@@ -408,6 +420,7 @@ func (c *CDX) Status() map[string]any {
 	}
 	return map[string]any{
 		"enabled":    true,
+		"server":     c.circuit.state(time.Now()),
 		"url":        c.shown,
 		"hits":       c.hits.Load(),
 		"misses":     c.misses.Load(),

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,7 +330,7 @@ func TestCDXCacheAndSkips(t *testing.T) {
 	require.Len(t, srv.Queries(), 1)
 	requireCDXCounts(t, reg, map[string]float64{"hit": 3, "miss": 0, "error": 0, "skipped": 4})
 	require.Equal(t, map[string]any{
-		"enabled": true, "url": srv.URL, "hits": uint64(3), "misses": uint64(0),
+		"enabled": true, "server": "closed", "url": srv.URL, "hits": uint64(3), "misses": uint64(0),
 		"skipped": uint64(4), "errors": uint64(0), "cache_hits": uint64(2),
 		"prefetched": uint64(0), "prefetch_busy": uint64(0),
 	}, c.Status())
@@ -491,4 +492,40 @@ func TestCDXQueryAndSecrets(t *testing.T) {
 	require.NotContains(t, logs.String(), "s3cret")
 	require.NotContains(t, logs.String(), "KEY123")
 	require.NotContains(t, err.Error(), "KEY123")
+}
+
+// TestCDXCircuit: a CDX server that failed three times in a row is not
+// asked for a while (lookups fail at once as circuit_open); after the
+// cool-down one query probes it, and an answer closes the circuit.
+func TestCDXCircuit(t *testing.T) {
+	var asked atomic.Int64
+	var failing atomic.Bool
+	failing.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if failing.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		// No capture of that URL: an empty answer.
+	}))
+	t.Cleanup(srv.Close)
+	c, reg := newCDX(t, srv.URL, nil)
+	digest := "sha1:" + b32(sha1Of("x"))
+	for i := range 3 {
+		_, err := c.Lookup(context.Background(), digest, fmt.Sprintf("http://example.com/%d", i))
+		require.Error(t, err)
+	}
+	require.Equal(t, "open", c.Status()["server"])
+	_, err := c.Lookup(context.Background(), digest, "http://example.com/3")
+	require.ErrorContains(t, err, "circuit_open")
+	require.Equal(t, int64(3), asked.Load(), "an open circuit asks nothing")
+	require.Equal(t, 1.0, cdxErrors(t, reg, "circuit_open"))
+
+	failing.Store(false)
+	require.Eventually(t, func() bool {
+		_, err := c.Lookup(context.Background(), digest, "http://example.com/4")
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond, "the probe after the cool-down closes the circuit")
+	require.Equal(t, "closed", c.Status()["server"])
 }

@@ -21,16 +21,17 @@ func (e *cdxError) Unwrap() error { return e.err }
 
 // Reasons a CDX lookup fails; the values of the errors metric's label.
 const (
-	reasonBusy      = "busy"       // no request slot free within the timeout
-	reasonTimeout   = "timeout"    // the server did not answer in time
-	reasonConnect   = "connect"    // connecting or talking to it failed
-	reasonStatus    = "status"     // it answered something other than 200
-	reasonBadAnswer = "bad_answer" // the answer does not parse
-	reasonTooLarge  = "too_large"  // the answer is longer than MaxAnswer
-	reasonDigest    = "digest"     // the capture's digest is not SHA-1
+	reasonBusy      = "busy"         // no request slot free within the timeout
+	reasonTimeout   = "timeout"      // the server did not answer in time
+	reasonConnect   = "connect"      // connecting or talking to it failed
+	reasonStatus    = "status"       // it answered something other than 200
+	reasonBadAnswer = "bad_answer"   // the answer does not parse
+	reasonTooLarge  = "too_large"    // the answer is longer than MaxAnswer
+	reasonDigest    = "digest"       // the capture's digest is not SHA-1
+	reasonOpen      = "circuit_open" // not asked: the server kept failing (circuit open)
 )
 
-var cdxReasons = []string{reasonBusy, reasonTimeout, reasonConnect, reasonStatus, reasonBadAnswer, reasonTooLarge, reasonDigest}
+var cdxReasons = []string{reasonBusy, reasonTimeout, reasonConnect, reasonStatus, reasonBadAnswer, reasonTooLarge, reasonDigest, reasonOpen}
 
 // classify names the reason a request failed.
 func classify(ctx context.Context, err error) *cdxError {

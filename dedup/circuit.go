@@ -66,6 +66,14 @@ func (c *circuit) result(err error, now time.Time) {
 	}
 }
 
+// release ends a probe that never reached the store (no request slot was
+// free), so that another lookup may probe.
+func (c *circuit) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.probing = false
+}
+
 // state is closed, open or probing.
 func (c *circuit) state(now time.Time) string {
 	c.mu.Lock()
