@@ -1,10 +1,13 @@
 // Command warcbench loads HTTP servers and proxies, warcproxy in
 // particular: `origin` serves synthetic bodies, `run` makes load, direct or
 // through a proxy, from URLs or by replaying the requests of WARC files;
-// `sweep` runs the proxy binary over a grid of settings and tabulates it.
+// `sweep` runs the proxy binary over a grid of settings and tabulates it;
+// `soak` loads one proxy long with mixed and faulty traffic and checks for
+// leaks and that its WARCs account for every exchange.
 // This file only parses flags and dispatches; the work is in
 // internal/bench. Exit codes: 0 done (even with errors counted), 1 runtime
-// failure (or, for sweep, a failed records check), 2 bad flags.
+// failure (or, for sweep, a failed records check; for soak, inexact
+// accounting or a trend that is not flat), 2 bad flags.
 package main
 
 import (
@@ -27,6 +30,7 @@ Commands:
   origin   serve synthetic bodies over HTTP and HTTPS (a load target)
   run      make load, direct or through a proxy, and report URLs/s, MB/s, latency
   sweep    start the proxy for each combination of settings, load it, check its WARCs
+  soak     load one proxy for a long time with mixed and faulty traffic; check leaks and WARCs
 
 Run warcbench COMMAND --help for the flags of a command.
 `
@@ -50,6 +54,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runLoad(ctx, args[1:], stdout, stderr)
 	case "sweep":
 		return sweep(ctx, args[1:], stdout, stderr)
+	case "soak":
+		return soak(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -96,6 +102,11 @@ Serves, over HTTP (and HTTPS with --tls-port):
   /stream/CHUNK/COUNT   COUNT writes of CHUNK bytes, each flushed (chunked encoding)
   /delay/MS             a 3-byte body after MS milliseconds
   /status/CODE          that status code
+  /reset/N              Content-Length N, half the body, then a TCP reset
+  /stall/N/MS           N bytes of a 2N body, then MS ms of silence (N=0: before the head)
+  /garbage/head         bytes that are no HTTP response
+  /garbage/chunk        a chunked body whose second chunk size line is junk
+  /drip/CHUNK/COUNT/MS  COUNT flushed writes of CHUNK bytes, MS ms apart
 Query: ?text=1 text-like bodies (~4:1 under gzip; default incompressible),
        ?gzip=1 Content-Encoding: gzip (sizes count decoded bytes).
 Bodies of /bytes and /stream differ from one request to the next (a moving

@@ -39,6 +39,7 @@ const (
 //	/stream/CHUNK/COUNT COUNT writes of CHUNK bytes, each flushed (chunked)
 //	/delay/MS           a short body after MS milliseconds
 //	/status/CODE        that status with a short body
+//	/reset, /stall, /garbage, /drip: faults (see registerFaults)
 //
 // Query parameters: text=1 gives text-like bodies (about 4:1 under gzip)
 // instead of incompressible random bytes; gzip=1 sends the body gzip
@@ -84,6 +85,7 @@ func NewOrigin() *Origin {
 	o.mux.HandleFunc("GET /delay/{ms}", o.serveDelay)
 	o.mux.HandleFunc("GET /status/{code}", o.serveStatus)
 	o.mux.HandleFunc("GET /{$}", o.serveIndex)
+	o.registerFaults()
 	return o
 }
 
@@ -114,7 +116,10 @@ func makeText(n int) []byte {
 	return b[:n]
 }
 
-func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) { o.mux.ServeHTTP(w, r) }
+func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(OriginHeader, "1")
+	o.mux.ServeHTTP(w, r)
+}
 
 func (o *Origin) source(r *http.Request) ([]byte, bool) {
 	if queryFlag(r.URL.RawQuery, "text") {

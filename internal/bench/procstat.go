@@ -8,13 +8,19 @@ import (
 )
 
 // readVmHWM returns the peak resident set size from /proc/PID/status.
-func readVmHWM(pid int) (int64, bool) {
+func readVmHWM(pid int) (int64, bool) { return readStatusKB(pid, "VmHWM:") }
+
+// readVmRSS returns the resident set size from /proc/PID/status.
+func readVmRSS(pid int) (int64, bool) { return readStatusKB(pid, "VmRSS:") }
+
+// readStatusKB returns a "NAME: N kB" field of /proc/PID/status, in bytes.
+func readStatusKB(pid int, field string) (int64, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, false
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(v) // "123456 kB"
 			if len(f) >= 1 {
 				kb, err := strconv.ParseInt(f[0], 10, 64)

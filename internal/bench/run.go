@@ -111,29 +111,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure, RootCAs: cfg.RootCAs}, //nolint:gosec // --insecure is for MITM load tests
-		TLSHandshakeTimeout:   cfg.Timeout,
-		DisableCompression:    true, // count the bytes as sent
-		DisableKeepAlives:     cfg.Mode == ModeNewConn,
-		MaxIdleConns:          cfg.Concurrency * 2,
-		MaxIdleConnsPerHost:   cfg.Concurrency,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: cfg.Timeout,
-		ForceAttemptHTTP2:     false,
-	}
-	if cfg.Proxy != nil {
-		tr.Proxy = http.ProxyURL(cfg.Proxy)
-		// A refused CONNECT (502 when the origin is down) is counted by
-		// its status, as the same failure over plain HTTP would be.
-		tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
-			if res.StatusCode/100 != 2 {
-				return &connectError{status: res.StatusCode}
-			}
-			return nil
-		}
-	}
+	tr := newTransport(&cfg)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{
 		Transport:     tr,
@@ -183,6 +161,35 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 		res.merge(&w.res)
 	}
 	return &res, nil
+}
+
+// newTransport is the client transport of cfg: its TLS trust, mode,
+// timeouts and proxy.
+func newTransport(cfg *RunConfig) *http.Transport {
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: cfg.Insecure, RootCAs: cfg.RootCAs}, //nolint:gosec // --insecure is for MITM load tests
+		TLSHandshakeTimeout:   cfg.Timeout,
+		DisableCompression:    true, // count the bytes as sent
+		DisableKeepAlives:     cfg.Mode == ModeNewConn,
+		MaxIdleConns:          cfg.Concurrency * 2,
+		MaxIdleConnsPerHost:   cfg.Concurrency,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: cfg.Timeout,
+		ForceAttemptHTTP2:     false,
+	}
+	if cfg.Proxy != nil {
+		tr.Proxy = http.ProxyURL(cfg.Proxy)
+		// A refused CONNECT (502 when the origin is down) is counted by
+		// its status, as the same failure over plain HTTP would be.
+		tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
+			if res.StatusCode/100 != 2 {
+				return &connectError{status: res.StatusCode}
+			}
+			return nil
+		}
+	}
+	return tr
 }
 
 func newResult() Result {
