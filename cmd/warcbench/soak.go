@@ -29,7 +29,8 @@ time) and accounts for every exchange in the WARCs by its unique URL: one
 record, marked WARC-Truncated when the client or the origin broke off, none
 for the proxy's own errors. It fits RSS, fds and goroutines over the last
 half (least squares, per minute) and calls each flat when the fitted rise
-over that half is within max(10% of its mean, a floor).
+over that half is within max(10% of its mean, a floor); a last half under
+a minute is not judged.
 
 Writes the report to stdout and OUT/soak.txt, the samples to OUT/soak.csv
 and a chart to OUT/soak.svg. Exit code 0 when the accounting is exact, the

@@ -161,8 +161,11 @@ func TestTrends(t *testing.T) {
 			require.Equal(t, "rss_mb", tr[0].Name)
 			require.InDelta(t, tc.perMinute, tr[0].PerMinute, 1e-9)
 			require.Equal(t, tc.flat, tr[0].Flat, "%+v", tr[0])
+			require.True(t, tr[0].Judged)
 			require.True(t, tr[1].Flat && tr[2].Flat)
 		})
 	}
-	require.False(t, Trends(samples(func(float64) float64 { return 1 })[:4], 10)[0].Flat, "too few samples to judge")
+	short := Trends(samples(func(m float64) float64 { return 100 + 1000*m })[:4], 10)[0]
+	require.False(t, short.Judged, "a last half of 30s is too short to judge")
+	require.True(t, short.Flat, "and counts as flat: %+v", short)
 }

@@ -32,9 +32,12 @@ func WriteSoakReport(w io.Writer, r *SoakResult) error {
 	c := r.Config
 	sec := r.Elapsed.Seconds()
 	fmt.Fprintf(&b, "warcbench soak: %s at concurrency %d, proxy %s --socket-timeout %s\n", c.Duration, c.Concurrency, c.ProxyBin, c.SocketTimeout)
-	if r.RedisAddr != "" {
+	switch {
+	case r.RedisAddr != "" && r.RedisRestart > 0:
 		fmt.Fprintf(&b, "stores: redis-server on %s, restarted at %s\n", r.RedisAddr, r.RedisRestart.Round(time.Second))
-	} else {
+	case r.RedisAddr != "":
+		fmt.Fprintf(&b, "stores: redis-server on %s, not restarted (the run ended first)\n", r.RedisAddr)
+	default:
 		fmt.Fprintf(&b, "stores: embedded (no redis)\n")
 	}
 	fmt.Fprintf(&b, "load: %d requests in %.1fs (%.1f URLs/s, %.1f MB/s); keep-alive %d, new-conn %d; http %d, https %d\n",
@@ -63,7 +66,10 @@ func WriteSoakReport(w io.Writer, r *SoakResult) error {
 	fmt.Fprintf(&b, "trends over the last half (least squares; flat: fitted rise over the half <= max(10%% of mean, floor); falls are flat):\n")
 	for _, t := range r.Trends {
 		flat := "flat"
-		if !t.Flat {
+		switch {
+		case !t.Judged:
+			flat = "not judged (last half under 1m)"
+		case !t.Flat:
 			flat = "NOT flat"
 		}
 		fmt.Fprintf(&b, "  %-10s %+9.3f/min  mean %9.1f  rise %+8.1f  limit %7.1f  %s\n", t.Name, t.PerMinute, t.Mean, t.Rise, t.Limit, flat)

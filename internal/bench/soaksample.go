@@ -107,6 +107,9 @@ func Slope(xs, ys []float64) float64 {
 	return (n*sxy - sx*sy) / d
 }
 
+// minTrendSpan is the shortest last half whose trend is judged.
+const minTrendSpan = time.Minute
+
 // Trend is a series' fitted slope over the last half of a run.
 type Trend struct {
 	Name      string
@@ -115,6 +118,7 @@ type Trend struct {
 	Rise      float64 // PerMinute times the half's length in minutes
 	Limit     float64 // |Rise| at most this is flat
 	Flat      bool
+	Judged    bool // false when the half is too short to tell (then Flat)
 }
 
 // Trends fits RSS, fds and goroutines over the samples of the last half
@@ -123,8 +127,9 @@ type Trend struct {
 // max(20, 8×concurrency) fds, max(40, 8×concurrency) goroutines (an
 // exchange holds a few fds and goroutines, and idle keep-alive connections
 // come and go, so the floors are some exchanges' worth of noise). Only a
-// rise counts (a leak grows); a fall is reported but flat. Fewer than
-// three samples in the half: not flat (nothing to judge).
+// rise counts (a leak grows); a fall is reported but flat. A half shorter
+// than minTrendSpan, or with fewer than three samples, is not judged (a
+// slope over seconds is noise, not a leak): Judged false, Flat true.
 func Trends(samples []SoakSample, concurrency int) []Trend {
 	if len(samples) == 0 {
 		return nil
@@ -158,7 +163,8 @@ func Trends(samples []SoakSample, concurrency int) []Trend {
 			t.Rise = t.PerMinute * (xs[len(xs)-1] - xs[0])
 		}
 		t.Limit = math.Max(0.1*t.Mean, se.floor)
-		t.Flat = len(xs) >= 3 && !math.IsNaN(t.PerMinute) && t.Rise <= t.Limit
+		t.Judged = len(xs) >= 3 && !math.IsNaN(t.PerMinute) && xs[len(xs)-1]-xs[0] >= minTrendSpan.Minutes()
+		t.Flat = !t.Judged || t.Rise <= t.Limit
 		out = append(out, t)
 	}
 	return out
