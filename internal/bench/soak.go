@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/warcproxy/warcproxy/internal/redisproc"
 )
 
 // SoakConfig says how to soak a proxy.
@@ -118,15 +120,15 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	defer func() { stopOrigin(); owg.Wait() }()
 
 	res := &SoakResult{Config: cfg, ExitCode: -1}
-	var redis *redisProc
+	var redis *redisproc.Server
 	stores := "embedded:" + filepath.Join(warcDir, "warcproxy.db")
 	if cfg.RedisBin != "" {
-		redis, err = startRedis(cfg.RedisBin, warcDir)
+		redis, err = redisproc.Start(cfg.RedisBin, warcDir)
 		if err != nil {
 			return nil, err
 		}
-		defer redis.kill()
-		res.RedisAddr, stores = redis.addr, redis.URL()
+		defer redis.Kill()
+		res.RedisAddr, stores = redis.Addr, redis.URL()
 	}
 	caFile := filepath.Join(out, "warcbench-ca.pem")
 	p, err := startProxy(ctx, cfg.ProxyBin, []string{
@@ -199,7 +201,7 @@ func newSoakLoad(cfg *SoakConfig, srv *OriginServer, p *proxyProc, caFile string
 
 // soakRun makes the load while sampling the proxy every cfg.Sample and
 // restarting Redis (if any) half way; it fills in res's load figures.
-func soakRun(ctx context.Context, cfg *SoakConfig, load *soakLoad, p *proxyProc, redis *redisProc, res *SoakResult, logger *slog.Logger) {
+func soakRun(ctx context.Context, cfg *SoakConfig, load *soakLoad, p *proxyProc, redis *redisproc.Server, res *SoakResult, logger *slog.Logger) {
 	issueCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	start := time.Now()
@@ -213,7 +215,7 @@ func soakRun(ctx context.Context, cfg *SoakConfig, load *soakLoad, p *proxyProc,
 				return
 			}
 			res.RedisRestart = time.Since(start)
-			if err := redis.restart(); err != nil {
+			if err := redis.Restart(); err != nil {
 				logger.Error("restarting redis", "err", err)
 			} else {
 				logger.Info("redis restarted", "at", res.RedisRestart.Round(time.Second))

@@ -17,11 +17,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/warcproxy/warcproxy/internal/redisproc"
 )
 
 // EnvVar names an existing server for tests to use.
@@ -59,10 +59,8 @@ func Addr(tb testing.TB) string {
 // Server is a private redis-server a test can freeze, thaw, kill and
 // restart, to see what the proxy does when its store fails.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	Addr string // 127.0.0.1:port, the same across restarts
-	cmd  *exec.Cmd
+	*redisproc.Server
+	tb testing.TB
 }
 
 // Private starts a redis-server of the test's own (never the shared one of
@@ -76,144 +74,39 @@ func Private(tb testing.TB) *Server {
 		}
 		tb.Skipf("no redis-server")
 	}
-	s := &Server{tb: tb, bin: bin}
-	for range 5 {
-		if s.run(net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))) {
-			tb.Cleanup(s.Kill)
-			return s
-		}
+	srv, err := redisproc.Start(bin, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatal("redis-server did not start on any of 5 ports")
-	return nil
+	tb.Cleanup(srv.Kill)
+	return &Server{Server: srv, tb: tb}
 }
 
-// Freeze stops the server with SIGSTOP: connections stay open and hang,
-// as with a server that is overloaded or paused, rather than refused.
-func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+// Freeze stops the server with SIGSTOP (see redisproc.Server.Freeze).
+func (s *Server) Freeze() { s.must(s.Server.Freeze()) }
 
 // Thaw resumes a frozen server.
-func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
-
-// Kill ends the server at once (its data is gone: no persistence).
-func (s *Server) Kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT)
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
+func (s *Server) Thaw() { s.must(s.Server.Thaw()) }
 
 // Restart starts a new, empty server on the same address.
-func (s *Server) Restart() {
-	s.tb.Helper()
-	s.Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.run(s.Addr) {
-		if time.Now().After(deadline) {
-			s.tb.Fatalf("redis-server did not start again on %s", s.Addr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+func (s *Server) Restart() { s.must(s.Server.Restart()) }
 
-func (s *Server) signal(sig os.Signal) {
+func (s *Server) must(err error) {
 	s.tb.Helper()
-	if s.cmd == nil {
-		s.tb.Fatal("redistest: the server is not running")
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err != nil {
 		s.tb.Fatalf("redistest: %v", err)
 	}
 }
 
-// run starts redis-server on addr and reports whether it is ready.
-func (s *Server) run(addr string) bool {
-	s.tb.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(s.bin, "--bind", host, "--port", port,
-		"--save", "", "--appendonly", "no", "--dir", s.tb.TempDir(), "--protected-mode", "yes")
-	if !startAndWait(s.tb, cmd) {
-		return false
-	}
-	s.Addr, s.cmd = addr, cmd
-	return true
-}
-
-// start runs a private redis-server on a free loopback port.
+// start runs a private redis-server for the test's duration.
 func start(tb testing.TB, bin string) string {
 	tb.Helper()
-	for range 5 {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
-		host, port, _ := net.SplitHostPort(addr)
-		cmd := exec.Command(bin, "--bind", host, "--port", port,
-			"--save", "", "--appendonly", "no", "--dir", tb.TempDir(), "--protected-mode", "yes")
-		if startAndWait(tb, cmd) {
-			tb.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			})
-			return addr
-		}
-		// Lost the port to someone else? Try another one.
-	}
-	tb.Fatal("redis-server did not start on any of 5 ports")
-	return ""
-}
-
-// startAndWait starts cmd and waits for "Ready to accept connections";
-// false (the process reaped) when it exits first.
-func startAndWait(tb testing.TB, cmd *exec.Cmd) bool {
-	tb.Helper()
-	out, err := cmd.StdoutPipe()
+	srv, err := redisproc.Start(bin, tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("starting redis-server: %v", err)
-	}
-	ready := make(chan bool, 1)
-	var log strings.Builder
-	go func() {
-		sc := bufio.NewScanner(out)
-		sent := false
-		for sc.Scan() {
-			if log.Len() < 4096 {
-				log.WriteString(sc.Text() + "\n")
-			}
-			if !sent && strings.Contains(sc.Text(), "Ready to accept connections") {
-				ready <- true
-				sent = true
-			}
-		}
-		if !sent {
-			ready <- false
-		}
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			_ = cmd.Wait()
-		}
-		return ok
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		tb.Fatalf("redis-server did not start in 10 s:\n%s", log.String())
-		return false
-	}
-}
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Cleanup(srv.Kill)
+	return srv.Addr
 }
 
 // ping checks that addr answers PING with PONG.
