@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/warcproxy/warcproxy/capture"
-	"github.com/warcproxy/warcproxy/wire"
 )
 
 // warcprox's methods for writing a record that is not a fetch (a
@@ -67,38 +65,4 @@ func recordError(err error) (int, string) {
 	// The client's body, or a record the writer refused (a WARC-Type
 	// that is not a token, a URI with control characters).
 	return http.StatusBadRequest, err.Error()
-}
-
-// clientBody is the request body, read with --socket-timeout as an
-// inactivity timeout: a client that announces a body and stalls must not
-// hold the origin connection and its slot.
-func (s *Server) clientBody(w http.ResponseWriter, r *http.Request) io.Reader {
-	if s.opts.Upstream.SocketTimeout <= 0 {
-		return r.Body
-	}
-	return &clientBodyReader{r: r.Body, rc: http.NewResponseController(w), timeout: s.opts.Upstream.SocketTimeout}
-}
-
-// clientBodyReader reads a request body from the client with an inactivity
-// timeout, re-armed as the body arrives (not on every read: see
-// inactivity).
-type clientBodyReader struct {
-	r       io.Reader
-	rc      *http.ResponseController
-	timeout time.Duration
-	armed   wire.Inactivity
-}
-
-func (b *clientBodyReader) Read(p []byte) (int, error) {
-	if at, ok := b.armed.Due(b.timeout); ok {
-		_ = b.rc.SetReadDeadline(at)
-	}
-	n, err := b.r.Read(p)
-	if err == io.EOF {
-		// The body is in: lift the deadline, so that it cannot pass for
-		// the client going away while the response streams (net/http's
-		// background read lifts it too, today).
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
