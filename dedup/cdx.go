@@ -261,7 +261,7 @@ func (c *CDX) Prefetch(uri string) {
 		return
 	}
 	c.mu.Lock()
-	if c.inflight[uri] != nil || !c.circuit.allow(time.Now()) {
+	if c.inflight[uri] != nil || !c.circuit.allow() {
 		c.mu.Unlock()
 		return
 	}
@@ -331,7 +331,7 @@ func (c *CDX) newest(ctx context.Context, uri string) (*newest, *cdxError) {
 			c.mu.Unlock()
 			return n, nil
 		}
-		if !c.circuit.allow(time.Now()) {
+		if !c.circuit.allow() {
 			c.mu.Unlock()
 			return nil, &cdxError{reasonOpen, errors.New("the CDX server failed or timed out repeatedly; not asked for a while")}
 		}
@@ -374,10 +374,10 @@ func (c *CDX) run(ctx context.Context, uri string, call *cdxCall) {
 			n.digest, _ = sha1Base32(got)
 		}
 	}
-	if err != nil {
-		c.circuit.result(err, time.Now())
+	if err != nil { // a nil *cdxError is not a nil error
+		c.circuit.result(err)
 	} else {
-		c.circuit.result(nil, time.Now())
+		c.circuit.result(nil)
 	}
 	c.finish(uri, call, n, err)
 }
@@ -420,7 +420,7 @@ func (c *CDX) Status() map[string]any {
 	}
 	return map[string]any{
 		"enabled":    true,
-		"server":     c.circuit.state(time.Now()),
+		"server":     c.circuit.state(),
 		"url":        c.shown,
 		"hits":       c.hits.Load(),
 		"misses":     c.misses.Load(),

@@ -3,6 +3,7 @@ package dedup
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,7 +29,13 @@ const (
 // time) it opens for a cool-down, doubling up to circuitMaxCooldown while
 // the store keeps failing; then one lookup probes the store, and its
 // success closes the circuit again.
+//
+// It sits on every lookup's path: while the store answers (no failure
+// since the last success) allow and result read one atomic and take no
+// lock and no clock.
 type circuit struct {
+	failing atomic.Bool // a failure since the last success: take the lock
+
 	mu        sync.Mutex
 	fails     int
 	openUntil time.Time
@@ -37,13 +44,16 @@ type circuit struct {
 }
 
 // allow reports whether a lookup may ask the store now.
-func (c *circuit) allow(now time.Time) bool {
+func (c *circuit) allow() bool {
+	if !c.failing.Load() {
+		return true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.openUntil.IsZero():
 		return true
-	case now.Before(c.openUntil) || c.probing:
+	case time.Now().Before(c.openUntil) || c.probing:
 		return false
 	}
 	c.probing = true
@@ -51,17 +61,22 @@ func (c *circuit) allow(now time.Time) bool {
 }
 
 // result records how a lookup that was allowed went.
-func (c *circuit) result(err error, now time.Time) {
+func (c *circuit) result(err error) {
+	if err == nil && !c.failing.Load() {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
 		c.fails, c.cooldown, c.probing, c.openUntil = 0, 0, false, time.Time{}
+		c.failing.Store(false)
 		return
 	}
+	c.failing.Store(true)
 	c.fails++
 	if c.probing || c.fails >= circuitTrips {
 		c.cooldown = min(max(2*c.cooldown, circuitMinCooldown), circuitMaxCooldown)
-		c.openUntil = now.Add(c.cooldown)
+		c.openUntil = time.Now().Add(c.cooldown)
 		c.probing = false
 	}
 }
@@ -75,13 +90,13 @@ func (c *circuit) release() {
 }
 
 // state is closed, open or probing.
-func (c *circuit) state(now time.Time) string {
+func (c *circuit) state() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.openUntil.IsZero():
 		return circuitClosed
-	case c.probing || !now.Before(c.openUntil):
+	case c.probing || !time.Now().Before(c.openUntil):
 		return circuitProbing
 	}
 	return circuitOpen

@@ -257,14 +257,14 @@ func (ix *Index) lookupStore(ctx context.Context, keys []Key) ([]*Entry, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("dedup lookup: %w", err)
 	}
-	if !ix.circuit.allow(time.Now()) {
+	if !ix.circuit.allow() {
 		return nil, ErrStoreUnavailable
 	}
 	res, err := ix.askLookuper(ctx, keys)
 	if !errors.Is(err, ErrClosed) {
 		// A lookup that ran out of time counts as a failure too: a hung
 		// store fails no call, it just never answers.
-		ix.circuit.result(err, time.Now())
+		ix.circuit.result(err)
 	}
 	return res, err
 }
@@ -663,7 +663,7 @@ func (ix *Index) Status() map[string]any {
 	hits, misses, errs, skipped := ix.st.hits.Load(), ix.st.misses.Load(), ix.st.lookupErrors.Load(), ix.st.skipped.Load()
 	return map[string]any{
 		"enabled":         true,
-		"store":           ix.circuit.state(time.Now()),
+		"store":           ix.circuit.state(),
 		"lookups":         hits + misses + errs + skipped,
 		"hits":            hits,
 		"misses":          misses,

@@ -1,8 +1,6 @@
 package dedup
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -85,7 +83,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.pending, m.ix.pending())
 	gauge(m.lookupQueued, len(m.ix.lookups))
 	open := 0
-	if m.ix.circuit.state(time.Now()) != circuitClosed {
+	if m.ix.circuit.state() != circuitClosed {
 		open = 1
 	}
 	gauge(m.circuitOpen, open)
