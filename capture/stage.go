@@ -81,8 +81,9 @@ type Options struct {
 	WARCVersion string
 	// MethodFilter, if not empty, lists the only methods that are archived.
 	MethodFilter []string
-	// StoreTimeout bounds each store call made while a client waits (a
-	// dedup lookup, a limits check); 0 means none.
+	// StoreTimeout bounds a limits check, made before the fetch while the
+	// client waits; 0 means none. (Dedup lookups are bounded by the
+	// index itself: dedup.Options.LookupTimeout.)
 	StoreTimeout time.Duration
 
 	// Dedup, if set, turns duplicates into revisit records; Stats, if

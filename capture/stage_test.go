@@ -293,18 +293,6 @@ func TestDedupLookupFailureWritesFullResponse(t *testing.T) {
 	require.Equal(t, int64(1), r.stage.Status()["dedup_lookup_errors"])
 }
 
-// A store that hangs holds the exchange (and so its client's connection)
-// for --store-timeout at most; the response is then written in full.
-func TestDedupLookupBoundedByStoreTimeout(t *testing.T) {
-	r := newRig(t, func(o *capture.Options) { o.StoreTimeout = 50 * time.Millisecond })
-	r.dedup.hang = true
-	start := time.Now()
-	r.stage.Submit(r.fetch(t, nil))
-	require.Less(t, time.Since(start), time.Second)
-	require.Equal(t, "response", r.queue.write(nil).Records[0].Type)
-	require.Equal(t, int64(1), r.stage.Status()["dedup_lookup_errors"])
-}
-
 // A capture the writer gives up on (forced shutdown) is not counted as
 // written, not saved for dedup, not logged; a refused one is a failure.
 func TestWriteFailures(t *testing.T) {

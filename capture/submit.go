@@ -47,11 +47,11 @@ func (s *Stage) lookup(p *pending) bool {
 	ex := p.ex
 	p.lookupIn, p.saveTo = dedupBuckets(ex.Meta)
 	// Not the request's context: the capture is written even if the
-	// client has left. The client waits for the lookup (its connection
-	// is not free for the next request until then): bounded.
-	ctx, cancel := s.storeContext(context.Background())
-	defer cancel()
-	e, _, err := s.opts.Dedup.LookupURI(ctx, ex.payloadDigest, ex.TargetURI, p.lookupIn)
+	// client has left. The client waits for the lookup (its connection is
+	// not free for the next request until then): the stores bound it
+	// (the index by --store-timeout, with a reused timer; the CDX client
+	// by its own timeout).
+	e, _, err := s.opts.Dedup.LookupURI(context.Background(), ex.payloadDigest, ex.TargetURI, p.lookupIn)
 	switch {
 	case err != nil:
 		s.dedupErrors.Add(1)
@@ -66,7 +66,7 @@ func (s *Stage) lookup(p *pending) bool {
 	return true
 }
 
-// storeContext bounds a store call made while a client waits
+// storeContext bounds a limits check, made while a client waits
 // (--store-timeout).
 func (s *Stage) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.opts.StoreTimeout <= 0 {

@@ -45,6 +45,11 @@ type Options struct {
 	// 100000). When it is reached the oldest unsaved entries are dropped:
 	// a lost entry costs one later full record instead of a revisit.
 	MaxPending int
+	// LookupTimeout bounds how long a Lookup waits for the store (the
+	// proxy's --store-timeout); 0: only the caller's context bounds it.
+	// Past it the lookup fails with ErrLookupTimeout and the capture is
+	// written in full.
+	LookupTimeout time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -139,7 +144,20 @@ type lookupReq struct {
 	res  []*Entry
 	err  error
 	done chan struct{}
+	gone atomic.Bool // the caller stopped waiting (LookupTimeout)
 }
+
+// ErrLookupTimeout is a lookup the store did not answer within
+// Options.LookupTimeout.
+var ErrLookupTimeout = errors.New("no answer from the dedup store within the lookup timeout")
+
+// timers are reused across lookups: the timeout bounds every lookup on
+// the request path, and a timer each would be garbage each.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // NewIndex starts an Index in front of s, which it owns from then on
 // (Close closes it). logger is used as given (the caller scopes it, e.g.
@@ -272,10 +290,19 @@ func (ix *Index) lookupStore(ctx context.Context, keys []Key) ([]*Entry, error) 
 // askLookuper queues keys for a lookuper and waits for the answer.
 func (ix *Index) askLookuper(ctx context.Context, keys []Key) ([]*Entry, error) {
 	r := &lookupReq{ctx: ctx, keys: keys, done: make(chan struct{})}
+	var expired <-chan time.Time
+	if d := ix.opts.LookupTimeout; d > 0 {
+		t := timers.Get().(*time.Timer)
+		t.Reset(d)
+		defer func() { t.Stop(); timers.Put(t) }()
+		expired = t.C
+	}
 	select {
 	case ix.lookups <- r:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("dedup lookup: %w", ctx.Err())
+	case <-expired:
+		return nil, fmt.Errorf("dedup lookup: %w", ErrLookupTimeout)
 	case <-ix.lookupersDone:
 		return nil, ErrClosed
 	}
@@ -283,6 +310,9 @@ func (ix *Index) askLookuper(ctx context.Context, keys []Key) ([]*Entry, error) 
 	case <-r.done:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("dedup lookup: %w", ctx.Err())
+	case <-expired:
+		r.gone.Store(true) // not worth asking the store any more
+		return nil, fmt.Errorf("dedup lookup: %w", ErrLookupTimeout)
 	case <-ix.lookupersDone:
 		select {
 		case <-r.done:
@@ -337,7 +367,7 @@ func (ix *Index) serve(batch []*lookupReq, n int) {
 	keys := make([]Key, 0, n)
 	live := batch[:0]
 	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
+		if err := r.ctx.Err(); err != nil || r.gone.Load() {
 			// Its caller has gone: do not ask the store for it.
 			r.err = err
 			close(r.done)

@@ -376,6 +376,21 @@ func TestIndexSlowLookupDoesNotStallOthers(t *testing.T) {
 	require.NoError(t, <-slowDone)
 }
 
+// TestIndexLookupTimeout: a store that hangs holds a lookup (and so the
+// client whose capture waits for it) for LookupTimeout at most; the
+// capture is then written in full.
+func TestIndexLookupTimeout(t *testing.T) {
+	h := newHarness(t, dedup.Options{LookupTimeout: 50 * time.Millisecond})
+	release := make(chan struct{})
+	h.s.onLookup(func([]dedup.Key) error { <-release; return nil })
+	defer close(release)
+	start := time.Now()
+	_, _, err := h.ix.Lookup(context.Background(), "sha1:A", []string{"a"})
+	require.ErrorIs(t, err, dedup.ErrLookupTimeout)
+	require.Less(t, time.Since(start), time.Second)
+	require.Equal(t, uint64(1), h.ix.Status()["lookup_errors"])
+}
+
 // TestIndexCircuit: after three failed lookups in a row the store is not
 // asked for a while (lookups fail at once, counted as skipped); after the
 // cool-down one lookup probes it, and a store that answers again closes

@@ -39,7 +39,7 @@ func (a *App) openBackends() error {
 		return fmt.Errorf("opening dedup database %s: %w", dspec.Raw, err)
 	}
 	if ds != nil {
-		if a.dedup, err = dedup.NewIndex(ds, dedup.Options{}, a.logger.With("component", "dedup"), a.registry); err != nil {
+		if a.dedup, err = dedup.NewIndex(ds, dedup.Options{LookupTimeout: cfg.StoreTimeout}, a.logger.With("component", "dedup"), a.registry); err != nil {
 			_ = ds.Close()
 			return fmt.Errorf("dedup: %w", err)
 		}
