@@ -57,7 +57,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 	if aborted {
 		// Do not end the response cleanly: the client must see that it
-		// did not get the whole body.
+		// did not get the whole body. But send what is buffered first, the
+		// head at least: a client that got no status line at all would
+		// take the exchange for never answered and send it again (Go's
+		// and browsers' clients do), recording it once more.
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
 		panic(http.ErrAbortHandler)
 	}
 	return nil

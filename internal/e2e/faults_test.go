@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warcproxy/warcproxy/internal/bench"
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
@@ -298,6 +299,34 @@ func TestBrokenUpstreams(t *testing.T) {
 	require.Len(t, res, 2, "only the responses that got past their head are recorded")
 	for _, path := range []string{"/bad-chunk", "/reset-in-body"} {
 		require.Equal(t, "disconnect", res[origin+path].Header["WARC-Truncated"], path)
+	}
+}
+
+// TestBadChunkReachesTheClient: when an origin's chunked body breaks off
+// with junk that arrived together with the good chunk before it, the
+// client still gets the status line and the good bytes before the cut.
+// With no status line, Go's client and browsers take the request for never
+// answered and send it again, which recorded the exchange several times.
+func TestBadChunkReachesTheClient(t *testing.T) {
+	origin := httptest.NewServer(bench.NewOrigin())
+	defer origin.Close()
+	p := proxytest.Start(t, nil)
+	c := p.Client()
+	for i := range 3 {
+		url := fmt.Sprintf("%s/garbage/chunk?i=%d", origin.URL, i)
+		resp, err := c.Get(url)
+		require.NoError(t, err, "the client gets the head")
+		require.Equal(t, 200, resp.StatusCode)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the client sees the body is cut")
+		require.Len(t, body, 1024, "the good chunk reaches the client")
+	}
+	p.Stop()
+	res := byType(t, warccheck.Dir(t, p.Dir), "response") // fails on two records for one URL
+	require.Len(t, res, 3)
+	for uri, r := range res {
+		require.Equal(t, "disconnect", r.Header["WARC-Truncated"], uri)
 	}
 }
 
