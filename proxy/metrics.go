@@ -59,6 +59,10 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			func() float64 { return float64(s.clientErrors.Load()) }),
 		counter("warcproxy_proxy_client_tls_errors_total", "Failed TLS handshakes with clients in CONNECT tunnels.",
 			func() float64 { return float64(s.handshakeErrors.Load()) }),
+		counter("warcproxy_proxy_http2_connections_total", "Client connections in CONNECT tunnels that negotiated HTTP/2 (ALPN h2).",
+			func() float64 { return float64(s.h2Conns.Load()) }),
+		counter("warcproxy_proxy_http2_streams_total", "Requests received on HTTP/2 streams (each one exchange).",
+			func() float64 { return float64(s.h2Streams.Load()) }),
 	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {

@@ -66,10 +66,13 @@ func escapeURIBytes(s string) string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tun, _ := r.Context().Value(tunnelKey{}).(*tunnel)
 	if r.Method == "PRI" || r.ProtoMajor >= 2 {
-		// An HTTP/2 connection preface, plain or inside a tunnel: never
-		// forwarded or recorded as an HTTP/1.1 request.
-		textError(w, http.StatusHTTPVersionNotSupported, "warcproxy: HTTP/2 is not supported yet; use HTTP/1.1")
-		return
+		if !negotiatedH2(r) {
+			// An HTTP/2 connection preface without ALPN h2, plain or in a
+			// tunnel: never forwarded or recorded as an HTTP/1.1 request.
+			textError(w, http.StatusHTTPVersionNotSupported, "warcproxy: HTTP/2 only inside a CONNECT tunnel, negotiated by TLS ALPN (h2); use HTTP/1.1 here")
+			return
+		}
+		s.h2Streams.Add(1)
 	}
 	// Requests inside a tunnel were authorized with its CONNECT.
 	if tun == nil && !s.authorize(w, r) {

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +66,10 @@ type Options struct {
 	IdleTimeout     time.Duration
 	HeaderTimeout   time.Duration
 	MaxHeaderBytes  int64
+	// HTTP2 offers h2 to clients in CONNECT tunnels, with at most
+	// HTTP2MaxStreams streams open per connection (default 100).
+	HTTP2           bool
+	HTTP2MaxStreams int
 	// QueueFullTimeout: new requests get a 503 once the writer queue has
 	// been full this long.
 	QueueFullTimeout time.Duration
@@ -119,6 +122,8 @@ type Server struct {
 	clientErrLog    lograte.EverySecond
 	handshakeErrors atomic.Int64
 	handshakeLog    lograte.EverySecond
+	h2Conns         atomic.Int64
+	h2Streams       atomic.Int64
 }
 
 // New validates opts and builds a Server; Serve starts it.
@@ -136,6 +141,9 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 	if opts.MaxHeaderBytes <= 0 {
 		opts.MaxHeaderBytes = 4 << 20
 	}
+	if opts.HTTP2MaxStreams <= 0 {
+		opts.HTTP2MaxStreams = 100
+	}
 	s := &Server{opts: opts, logger: logger, splices: make(map[net.Conn]struct{})}
 	up := opts.Upstream
 	up.Vet = s.selfTarget
@@ -147,17 +155,20 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 			return nil, fmt.Errorf("proxy: registering metrics: %w", err)
 		}
 	}
-	s.tlsCfg = &tls.Config{NextProtos: []string{"http/1.1"}, GetCertificate: s.leafFor}
+	s.tlsCfg = s.clientTLSConfig()
 	s.outer, s.inner = s.httpServer(), s.httpServer()
-	s.inner.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if sc, ok := c.(*servedConn); ok && sc.tun != nil {
-			return context.WithValue(ctx, tunnelKey{}, sc.tun)
-		}
-		return ctx
+	s.inner.ConnContext = withTunnel
+	// No HTTP/2 on the plain port (neither h2c nor a preface); in tunnels
+	// only when negotiated by ALPN (http2.go).
+	s.outer.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	if opts.HTTP2 {
+		s.inner.Protocols = new(http.Protocols)
+		s.inner.Protocols.SetHTTP1(true)
+		s.inner.Protocols.SetHTTP2(true)
+		s.inner.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: opts.HTTP2MaxStreams}
+	} else {
+		s.inner.TLSNextProto = s.outer.TLSNextProto
 	}
-	// The inner server never negotiates h2 (not yet supported).
-	s.inner.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
-	s.outer.TLSNextProto = s.inner.TLSNextProto
 	return s, nil
 }
 
@@ -174,24 +185,6 @@ func (s *Server) httpServer() *http.Server {
 		ErrorLog:          errLog,
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
 	}
-}
-
-// leafFor picks the certificate for a client's TLS handshake in a tunnel:
-// the name the client asked for (SNI), else the CONNECT host.
-func (s *Server) leafFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
-	tc, _ := hello.Conn.(*tunnelConn)
-	if !mitm.ValidHostName(name) {
-		name = ""
-	}
-	if tc != nil {
-		// Runs in the goroutine that then serves the tunnel.
-		tc.tun.sni = name
-		if name == "" {
-			name = tc.tun.host
-		}
-	}
-	return s.opts.CA.Leaf(name)
 }
 
 // Serve accepts connections on ln until Shutdown; it returns

@@ -126,6 +126,11 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
+	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+		s.h2Conns.Add(1)
+		s.innerLn.deliver(tlsConn) // net/http serves h2 only on a bare *tls.Conn
+		return
+	}
 	s.innerLn.deliver(&servedConn{Conn: tlsConn, s: s, tun: tun})
 }
 

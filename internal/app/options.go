@@ -92,6 +92,8 @@ func proxyOptions(a *App) proxy.Options {
 		IdleTimeout:      cfg.IdleTimeout,
 		HeaderTimeout:    cfg.HeaderTimeout,
 		MaxHeaderBytes:   cfg.MaxHeaderBytes,
+		HTTP2:            cfg.HTTP2,
+		HTTP2MaxStreams:  cfg.HTTP2MaxStreams,
 		QueueFullTimeout: cfg.QueueFullTimeout,
 		MaxResourceSize:  cfg.MaxResourceSize,
 		FetchTimeout:     cfg.FetchTimeout,

@@ -49,6 +49,8 @@ type Config struct {
 	IdleTimeout     time.Duration // --idle-timeout
 	HeaderTimeout   time.Duration // --header-timeout
 	MaxHeaderBytes  int64         // --max-header-bytes
+	HTTP2           bool          // --http2: offer h2 to clients in CONNECT tunnels
+	HTTP2MaxStreams int           // --http2-max-streams, per client connection
 
 	WriterWorkers    int           // --writer-workers, --writer-threads
 	QueueSize        int           // --queue-size
@@ -118,6 +120,8 @@ func Default() Config {
 		CACert: "./warcproxy-ca.pem",
 
 		MaxConns:        1000,
+		HTTP2:           true,
+		HTTP2MaxStreams: 100,
 		ConnWaitTimeout: 30 * time.Second,
 		IdleTimeout:     2 * time.Minute,
 		HeaderTimeout:   30 * time.Second,
@@ -304,6 +308,7 @@ func (c Config) validateOutput(p *problems) {
 // validateLimits checks connection, queue, memory and time limits.
 func (c Config) validateLimits(p *problems) {
 	p.atLeastOne("max-conns", c.MaxConns)
+	p.atLeastOne("http2-max-streams", c.HTTP2MaxStreams)
 	p.positive("conn-wait-timeout", c.ConnWaitTimeout)
 	p.positive("idle-timeout", c.IdleTimeout)
 	p.positive("header-timeout", c.HeaderTimeout)

@@ -239,9 +239,17 @@ func TestChromium(t *testing.T) {
 		t.Fatalf("the DOM does not show the fetch result %q:\n%s\nchromium stderr:\n%s", want, dom, stderr.String())
 	}
 
+	h2Streams := diskMetric(t, p, "warcproxy_proxy_http2_streams_total")
 	p.Stop()
 	counts := log.counts()
 	t.Logf("origin served %v", counts)
+	served := 0
+	for _, n := range counts {
+		served += n
+	}
+	if h2Streams != float64(served) {
+		t.Errorf("Chromium sent %v of the %d requests the origin served over HTTP/2, want all", h2Streams, served)
+	}
 	for _, must := range []string{"/", "/static/style.css", "/static/app.js", "/api/data.json", "/img/red.png", "/img/blue.png"} {
 		if counts[must] == 0 {
 			t.Errorf("the origin never served %s", must)
