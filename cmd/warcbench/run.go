@@ -35,6 +35,7 @@ type runFlags struct {
 	urlsFile     *string
 	replayTarget *string
 	insecure     *bool
+	http2        *bool
 	cacert       *string
 	timeout      *time.Duration
 	jsonOut      *bool
@@ -54,6 +55,7 @@ func newRunFlags(stderr io.Writer) (*flag.FlagSet, *runFlags) {
 		urlsFile:     fs.String("urls", "", "file of URLs, one a line, used round-robin with the URL arguments"),
 		replayTarget: fs.String("replay-target", "", "send replayed requests to HOST:PORT (or http(s)://HOST:PORT to set the scheme too), keeping the path"),
 		insecure:     fs.Bool("insecure", false, "skip TLS certificate verification (for a MITM proxy)"),
+		http2:        fs.Bool("http2", false, "offer HTTP/2 (ALPN h2) on HTTPS connections, as browsers do: requests to one host share one connection as streams (through a proxy: inside its CONNECT tunnel); http:// URLs stay HTTP/1.1"),
 		cacert:       fs.String("cacert", "", "PEM file of extra CA certificates to trust (e.g. warcproxy-ca.crt)"),
 		timeout:      fs.Duration("timeout", 30*time.Second, "per-request timeout, connecting to reading the body"),
 		jsonOut:      fs.Bool("json", false, "print one JSON object instead of text"),
@@ -113,7 +115,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func (f *runFlags) config(rest []string) (bench.RunConfig, error) {
 	cfg := bench.RunConfig{
 		Duration: *f.duration, N: *f.n, Concurrency: *f.concurrency, Method: strings.ToUpper(*f.method),
-		Mode: *f.mode, Timeout: *f.timeout, Insecure: *f.insecure,
+		Mode: *f.mode, Timeout: *f.timeout, Insecure: *f.insecure, HTTP2: *f.http2,
 	}
 	if cfg.N == 0 && cfg.Duration == 0 {
 		cfg.Duration = 10 * time.Second

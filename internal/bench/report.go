@@ -39,6 +39,7 @@ type Summary struct {
 	Errors       int64            `json:"errors"`
 	ErrorKinds   map[string]int64 `json:"error_kinds"`
 	Status       map[string]int64 `json:"status"`
+	Protocols    map[string]int64 `json:"protocols"` // responses by protocol
 	ElapsedSec   float64          `json:"elapsed_seconds"`
 	URLsPerSec   float64          `json:"urls_per_second"` // successes per second
 	ReqPerSec    float64          `json:"requests_per_second"`
@@ -55,7 +56,7 @@ type Summary struct {
 func (r *Result) Summary() Summary {
 	s := Summary{
 		Requests: r.Requests, Successes: r.Successes, ErrorKinds: r.Errors,
-		Status: map[string]int64{}, ElapsedSec: r.Elapsed.Seconds(), BodyBytes: r.BodyBytes,
+		Status: map[string]int64{}, Protocols: r.Protocols, ElapsedSec: r.Elapsed.Seconds(), BodyBytes: r.BodyBytes,
 		LatencyP50:   ms(r.Latency.Quantile(0.50)),
 		LatencyP90:   ms(r.Latency.Quantile(0.90)),
 		LatencyP99:   ms(r.Latency.Quantile(0.99)),
@@ -95,6 +96,13 @@ func (r *Result) WriteText(w io.Writer) error {
 		b.WriteString("errors    ")
 		for _, k := range slices.Sorted(maps.Keys(s.ErrorKinds)) {
 			fmt.Fprintf(&b, " %s=%d", k, s.ErrorKinds[k])
+		}
+		b.WriteString("\n")
+	}
+	if len(s.Protocols) > 0 {
+		b.WriteString("protocols ")
+		for _, k := range slices.Sorted(maps.Keys(s.Protocols)) {
+			fmt.Fprintf(&b, " %s=%d", k, s.Protocols[k])
 		}
 		b.WriteString("\n")
 	}

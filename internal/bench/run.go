@@ -53,6 +53,10 @@ type RunConfig struct {
 	Mode        string // ModeKeepAlive or ModeNewConn
 	Timeout     time.Duration
 	Insecure    bool           // skip TLS verification (MITM)
+	// HTTP2 offers h2 by ALPN on HTTPS connections (to the origin, or to a
+	// MITM proxy inside its tunnels): requests to one host then share one
+	// connection as streams. Plain http:// stays HTTP/1.1 (no h2c).
+	HTTP2 bool
 	RootCAs     *x509.CertPool // nil: the system's
 	// Progress, if not nil, gets a progress line every second (with a
 	// carriage return, for a terminal) and a newline at the end.
@@ -89,6 +93,7 @@ type Result struct {
 	Successes int64            // 1xx-3xx responses read to the end
 	Errors    map[string]int64 // by kind (ErrDial, ...)
 	Status    map[int]int64    // responses by status code
+	Protocols map[string]int64 // responses by protocol (HTTP/1.1, HTTP/2.0)
 	BodyBytes int64
 	Elapsed   time.Duration
 	Latency   *Histogram // of requests that got a response
@@ -176,7 +181,7 @@ func newTransport(cfg *RunConfig) *http.Transport {
 		MaxIdleConnsPerHost:   cfg.Concurrency,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: cfg.Timeout,
-		ForceAttemptHTTP2:     false,
+		ForceAttemptHTTP2:     cfg.HTTP2,
 	}
 	if cfg.Proxy != nil {
 		tr.Proxy = http.ProxyURL(cfg.Proxy)
@@ -193,7 +198,7 @@ func newTransport(cfg *RunConfig) *http.Transport {
 }
 
 func newResult() Result {
-	return Result{Errors: map[string]int64{}, Status: map[int]int64{}, Latency: &Histogram{}}
+	return Result{Errors: map[string]int64{}, Status: map[int]int64{}, Protocols: map[string]int64{}, Latency: &Histogram{}}
 }
 
 func (r *Result) merge(o *Result) {
@@ -205,6 +210,9 @@ func (r *Result) merge(o *Result) {
 	}
 	for k, v := range o.Status {
 		r.Status[k] += v
+	}
+	for k, v := range o.Protocols {
+		r.Protocols[k] += v
 	}
 	r.Latency.Merge(o.Latency)
 }
@@ -261,6 +269,7 @@ func (w *worker) do(ctx context.Context, client *http.Client, cfg *RunConfig, t 
 	}
 	w.res.Latency.Record(time.Since(start))
 	w.res.Status[resp.StatusCode]++
+	w.res.Protocols[resp.Proto]++
 	if kind := statusKind(resp.StatusCode); kind != "" {
 		w.fail(kind, lv)
 		return

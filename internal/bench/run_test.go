@@ -225,13 +225,22 @@ func TestRunThroughProxy(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, cfg.N, res.Successes, "%s: %v", mode, res.Errors)
 		require.Empty(t, res.Errors)
+		require.Equal(t, map[string]int64{"HTTP/1.1": cfg.N}, res.Protocols)
 	}
+	// --http2: the HTTPS target's requests are streams in the proxy's
+	// tunnel; plain HTTP stays HTTP/1.1.
+	cfg := baseConfig(targets(t, urls...), perTarget*int64(len(urls)))
+	cfg.Proxy, cfg.Insecure, cfg.HTTP2 = p.URL, true, true
+	res, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Equal(t, cfg.N, res.Successes, "%v", res.Errors)
+	require.Equal(t, map[string]int64{"HTTP/1.1": 2 * perTarget, "HTTP/2.0": perTarget}, res.Protocols)
 
 	// An unreachable origin is a 502 from the proxy, plain or CONNECT.
-	cfg := baseConfig(targets(t, "http://"+closedPort(t)+"/x", "https://"+closedPort(t)+"/x"), 4)
+	cfg = baseConfig(targets(t, "http://"+closedPort(t)+"/x", "https://"+closedPort(t)+"/x"), 4)
 	cfg.Proxy = p.URL
 	cfg.Insecure = true
-	res, err := Run(context.Background(), cfg)
+	res, err = Run(context.Background(), cfg)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{ErrStatus5xx: 4}, res.Errors)
 	require.Equal(t, map[int]int64{http.StatusBadGateway: 4}, res.Status)
@@ -239,7 +248,7 @@ func TestRunThroughProxy(t *testing.T) {
 
 	want := map[string]int{}
 	for _, u := range urls {
-		want[u] = 2 * perTarget
+		want[u] = 3 * perTarget
 	}
 	got := map[string]int{}
 	for _, r := range warccheck.Dir(t, p.Dir) {
@@ -263,7 +272,7 @@ func TestRunThroughProxy(t *testing.T) {
 	require.NoError(t, err)
 	tg, err := ReadReplay(files, target)
 	require.NoError(t, err)
-	require.Len(t, tg, 2*perTarget*len(urls))
+	require.Len(t, tg, 3*perTarget*len(urls))
 	for _, x := range tg {
 		require.Equal(t, replayTo.Listener.Addr().String(), x.URL.Host)
 		require.Empty(t, x.Header.Get("Host"))
@@ -278,7 +287,7 @@ func TestRunThroughProxy(t *testing.T) {
 	for _, u := range urls {
 		pu, err := url.Parse(u)
 		require.NoError(t, err)
-		for range 2 * perTarget {
+		for range 3 * perTarget {
 			wantPaths = append(wantPaths, "GET "+pu.RequestURI())
 		}
 	}
