@@ -32,7 +32,8 @@ func (u *Client) connectParent(ctx context.Context, rt *route, hostport string) 
 	case resp.StatusCode/100 != 2:
 		c.Close()
 		reason := "rejected"
-		if resp.StatusCode == http.StatusProxyAuthRequired {
+		// Some parents (tinyproxy) answer wrong credentials with 401.
+		if resp.StatusCode == http.StatusProxyAuthRequired || resp.StatusCode == http.StatusUnauthorized {
 			reason = "auth"
 		}
 		return nil, rt.fail(reason, fmt.Errorf("refused CONNECT to %s: %s", hostport, resp.Status))
