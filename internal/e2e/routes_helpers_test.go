@@ -179,7 +179,7 @@ func (s *nameSOCKS) serve(c net.Conn) {
 	if _, err := c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0}); err != nil {
 		return
 	}
-	go func() { _, _ = io.Copy(up, br); up.(*net.TCPConn).CloseWrite() }()
+	go func() { _, _ = io.Copy(up, br); _ = up.(*net.TCPConn).CloseWrite() }()
 	_, _ = io.Copy(c, up)
 }
 
