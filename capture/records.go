@@ -27,7 +27,13 @@ func (s *Stage) records(ex *Exchange, original *dedup.Entry) (*writer.Capture, e
 		return nil, fmt.Errorf("digesting response: %w", err)
 	}
 	resID := newRecordID()
-	resFields := []writer.Field{{Name: "WARC-IP-Address", Value: ex.IP}}
+	// Through a SOCKS or parent route the origin's address is unknown:
+	// the field is left out rather than naming the route.
+	var ipField []writer.Field
+	if ex.IP != "" {
+		ipField = []writer.Field{{Name: "WARC-IP-Address", Value: ex.IP}}
+	}
+	resFields := append([]writer.Field(nil), ipField...)
 	if ex.payloadDigest != "" {
 		resFields = append(resFields, writer.Field{Name: "WARC-Payload-Digest", Value: ex.payloadDigest})
 	}
@@ -47,11 +53,8 @@ func (s *Stage) records(ex *Exchange, original *dedup.Entry) (*writer.Capture, e
 			{
 				Type: "request", Date: ex.Start, TargetURI: ex.TargetURI,
 				ContentType: "application/http; msgtype=request",
-				Fields: []writer.Field{
-					{Name: "WARC-Concurrent-To", Value: resID},
-					{Name: "WARC-IP-Address", Value: ex.IP},
-				},
-				Block: ex.Request.Buffer(), BlockLength: ex.Request.Len(),
+				Fields:      append([]writer.Field{{Name: "WARC-Concurrent-To", Value: resID}}, ipField...),
+				Block:       ex.Request.Buffer(), BlockLength: ex.Request.Len(),
 				BlockDigest: ex.Request.Digest(alg, b32),
 			},
 		},

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,8 +17,23 @@ import (
 func (s *Server) noteUpstreamError(target string, err error) (status int, kind, label string) {
 	status, kind, label = classifyUpstreamError(err)
 	s.metrics.upstreamError(label)
+	var re *wire.RouteError
+	if errors.As(err, &re) {
+		s.metrics.routeError(re.Route, re.Reason)
+	}
 	s.logger.Info("upstream error", "target", target, "kind", kind, "err", err)
 	return status, kind, label
+}
+
+// upstreamMessage is the text of the error answer for a fetch ("fetching")
+// or CONNECT ("connecting to") of target that failed with err. A route
+// failure names the route first: it is the route the operator must fix.
+func upstreamMessage(kind, verb, target string, err error) string {
+	var re *wire.RouteError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("warcproxy: %v (%s %s)", err, verb, target)
+	}
+	return fmt.Sprintf("warcproxy: %s %s %s: %v", kind, verb, target, err)
 }
 
 // classifyUpstreamError gives the status for the client, a phrase for the
@@ -27,9 +43,15 @@ func classifyUpstreamError(err error) (status int, phrase, kind string) {
 	var tlsErr *wire.TLSError
 	var ne net.Error
 	var cbe *wire.ClientBodyError
+	var re *wire.RouteError
 	switch {
 	case errors.Is(err, wire.ErrPrivateTarget), errors.Is(err, errSelfTarget):
 		return http.StatusForbidden, "refused", "denied"
+	case errors.As(err, &re):
+		if re.Timeout() {
+			return http.StatusGatewayTimeout, "upstream route timeout", "route"
+		}
+		return http.StatusBadGateway, "upstream route failed", "route"
 	case errors.As(err, &cbe):
 		if errors.As(err, &ne) && ne.Timeout() {
 			return http.StatusRequestTimeout, "client stalled sending the request body", "client"

@@ -182,7 +182,7 @@ func (s *Server) fetchFailed(w http.ResponseWriter, r *http.Request, ex *capture
 		panic(http.ErrAbortHandler)
 	}
 	status, kind, label := s.noteUpstreamError(ex.TargetURI, err)
-	textError(w, status, fmt.Sprintf("warcproxy: %s fetching %s: %v", kind, ex.TargetURI, err))
+	textError(w, status, upstreamMessage(kind, "fetching", ex.TargetURI, err))
 	s.opts.Capture.FetchFailed(ex, label, err)
 }
 

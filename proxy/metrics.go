@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/warcproxy/warcproxy/wire"
 )
 
 // upstreamErrorKinds are the kind label values of
-// warcproxy_upstream_errors_total, created at start so they read 0.
-var upstreamErrorKinds = []string{"dns", "refused", "timeout", "tls", "bad_response", "client", "other"}
+// warcproxy_upstream_errors_total, created at start so they read 0 (and
+// so are the route errors of the routes configured).
+var upstreamErrorKinds = []string{"dns", "refused", "timeout", "tls", "bad_response", "client", "route", "other"}
 
 // metrics are the front end's Prometheus metrics: counters it increments on
 // the request path, and functions reading state it keeps anyway.
@@ -14,6 +17,7 @@ type metrics struct {
 	upstreamURLs   prometheus.Counter
 	upstreamBytes  prometheus.Counter
 	upstreamErrors *prometheus.CounterVec
+	routeErrors    *prometheus.CounterVec
 }
 
 func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
@@ -28,11 +32,20 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 		}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "warcproxy_upstream_errors_total",
-			Help: "Requests that got no response from the origin, by kind: dns, refused, timeout, tls, bad_response, client (the client's body failed), other.",
+			Help: "Requests that got no response from the origin, by kind: dns, refused, timeout, tls, bad_response, client (the client's body failed), route (the SOCKS server or parent proxy failed), other.",
 		}, []string{"kind"}),
+		routeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warcproxy_upstream_route_errors_total",
+			Help: "Failures of the upstream route itself, by route (socks, tor, parent) and reason (refused, timeout, auth, rejected, dns, other).",
+		}, []string{"route", "reason"}),
 	}
 	for _, k := range upstreamErrorKinds {
 		m.upstreamErrors.WithLabelValues(k)
+	}
+	for _, route := range s.opts.Upstream.RouteKinds() {
+		for _, reason := range wire.RouteReasons {
+			m.routeErrors.WithLabelValues(route, reason)
+		}
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
@@ -47,7 +60,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	collectors := []prometheus.Collector{
-		m.upstreamURLs, m.upstreamBytes, m.upstreamErrors,
+		m.upstreamURLs, m.upstreamBytes, m.upstreamErrors, m.routeErrors,
 		gauge("warcproxy_proxy_requests_active", "Exchanges in progress.",
 			func() float64 { return float64(s.active.Load()) }),
 		counter("warcproxy_proxy_auth_failures_total", "Requests answered 407 for missing or wrong Proxy-Authorization.",
@@ -82,5 +95,11 @@ func (m *metrics) response(wireBytes int64) {
 func (m *metrics) upstreamError(kind string) {
 	if m != nil {
 		m.upstreamErrors.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *metrics) routeError(route, reason string) {
+	if m != nil {
+		m.routeErrors.WithLabelValues(route, reason).Inc()
 	}
 }

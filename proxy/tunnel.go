@@ -80,7 +80,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		status, kind, _ := s.noteUpstreamError(hostport, err)
-		msg := fmt.Sprintf("warcproxy: %s connecting to %s: %v\n", kind, hostport, err)
+		msg := upstreamMessage(kind, "connecting to", hostport, err) + "\n"
 		fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 			status, http.StatusText(status), len(msg), msg)
 		conn.Close()

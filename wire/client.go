@@ -39,6 +39,10 @@ var (
 // it owns, and keeps idle connections for reuse.
 type Client struct {
 	dialer        net.Dialer
+	routeDialer   net.Dialer // to a route's own address: no private check
+	route, tor    *route     // nil: direct
+	denyPrivate   bool
+	vet           func(address string) error
 	tlsConfig     *tls.Config
 	socketTimeout time.Duration
 
@@ -62,6 +66,12 @@ type Options struct {
 	// Vet, if not nil, checks every address dialed, after name resolution
 	// (the proxy refuses its own listening socket there).
 	Vet func(address string) error
+	// Route, if set, is how every origin is reached (SOCKS5 or a parent
+	// HTTP proxy) instead of dialing it.
+	Route Route
+	// TorSOCKS, if set, is the SOCKS5 address .onion hosts are reached
+	// through, whatever Route says.
+	TorSOCKS string
 }
 
 // NewClient returns a client with an empty connection pool.
@@ -78,6 +88,13 @@ func NewClient(o Options) *Client {
 		}
 	}
 	dialer := net.Dialer{Timeout: socketTimeout, KeepAlive: 30 * time.Second}
+	routeDialer := dialer
+	routeDialer.Control = func(_, address string, _ syscall.RawConn) error {
+		if self != nil {
+			return self(address)
+		}
+		return nil
+	}
 	// Checked on the address actually dialed, after name resolution, so a
 	// name that resolves (or rebinds) to a refused address is caught too.
 	dialer.Control = func(_, address string, _ syscall.RawConn) error {
@@ -91,8 +108,14 @@ func NewClient(o Options) *Client {
 		}
 		return nil
 	}
+	main, tor := newRoutes(o)
 	return &Client{
 		dialer:        dialer,
+		routeDialer:   routeDialer,
+		route:         main,
+		tor:           tor,
+		denyPrivate:   denyPrivate,
+		vet:           self,
 		socketTimeout: socketTimeout,
 		tlsConfig: &tls.Config{
 			InsecureSkipVerify: !verifyTLS, //nolint:gosec // recording what the site serves is the point; --verify-upstream-tls turns it on
@@ -105,8 +128,12 @@ func NewClient(o Options) *Client {
 	}
 }
 
-// DialTCP opens a TCP connection to hostport, bounded by the socket timeout.
+// DialTCP opens a connection to hostport, bounded by the socket timeout:
+// directly, or a tunnel through the route hostport takes.
 func (u *Client) DialTCP(ctx context.Context, hostport string) (net.Conn, error) {
+	if rt := u.routeFor(hostport); rt != nil {
+		return u.dialVia(ctx, rt, hostport)
+	}
 	return u.dialer.DialContext(ctx, "tcp", hostport)
 }
 
@@ -115,7 +142,6 @@ func (u *Client) DialTCP(ctx context.Context, hostport string) (net.Conn, error)
 // else a new one. sni is the name the client asked for in its own TLS
 // handshake (empty if none); it is sent to the origin and keys the pool.
 func (u *Client) Get(ctx context.Context, scheme, hostport, sni string, pre net.Conn, fresh bool) (*Conn, error) {
-	key := scheme + "://" + hostport + "|" + sni
 	reused := false
 	if pre != nil {
 		if alive(pre) {
@@ -125,17 +151,22 @@ func (u *Client) Get(ctx context.Context, scheme, hostport, sni string, pre net.
 			pre = nil
 		}
 	}
+	rt := u.routeFor(hostport)
+	// Plain HTTP through a parent goes to it in absolute form, on a
+	// connection to the parent itself rather than a CONNECT tunnel.
+	var fwd *route
+	if pre == nil && scheme == "http" && rt != nil && rt.kind == RouteParent {
+		fwd = rt
+	}
+	key := poolKey(rt, fwd != nil, scheme, hostport, sni)
 	if pre == nil && !fresh {
 		if c := u.takeIdle(key); c != nil {
 			return c, nil
 		}
 	}
-	raw := pre
-	if raw == nil {
-		var err error
-		if raw, err = u.DialTCP(ctx, hostport); err != nil {
-			return nil, err
-		}
+	raw, err := u.dialFor(ctx, pre, fwd, hostport)
+	if err != nil {
+		return nil, err
 	}
 	conn := raw
 	if scheme == "https" {
@@ -160,9 +191,42 @@ func (u *Client) Get(ctx context.Context, scheme, hostport, sni string, pre net.
 		}
 		conn = tc
 	}
-	c := u.newConn(key, raw, conn)
+	c := u.newConn(key, raw, conn, rt != nil)
 	c.reused = reused
+	if fwd != nil {
+		c.fwdRoute, c.fwdOrigin = fwd, "http://"+hostport
+	}
 	return c, nil
+}
+
+// dialFor returns the connection a request goes out on: pre (dialed at
+// CONNECT time) if any, else a connection to the parent (fwd) for a
+// request in absolute form, else a new one to hostport.
+func (u *Client) dialFor(ctx context.Context, pre net.Conn, fwd *route, hostport string) (net.Conn, error) {
+	switch {
+	case pre != nil:
+		return pre, nil
+	case fwd != nil:
+		if err := u.checkRouted(ctx, fwd, hostport); err != nil {
+			return nil, err
+		}
+		return u.dialRoute(ctx, fwd)
+	}
+	return u.DialTCP(ctx, hostport)
+}
+
+// poolKey keys idle connections by route and origin: a connection is only
+// reused for the same origin the same way (a tunnel through the parent is
+// not a connection that speaks to the parent in absolute form).
+func poolKey(rt *route, fwd bool, scheme, hostport, sni string) string {
+	key := scheme + "://" + hostport + "|" + sni
+	switch {
+	case rt == nil:
+		return key
+	case fwd:
+		return key + "|forward " + rt.kind + " " + rt.addr
+	}
+	return key + "|via " + rt.kind + " " + rt.addr
 }
 
 // TLSError marks a failed TLS handshake with the origin.

@@ -49,7 +49,7 @@ func FuzzUpstreamResponse(f *testing.F) {
 	u := NewClient(Options{SocketTimeout: time.Second})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conn := &scriptedConn{r: bytes.NewReader(data)}
-		c := u.newConn("fuzz", conn, conn)
+		c := u.newConn("fuzz", conn, conn, false)
 		var rec bytes.Buffer
 		out := &Outbound{Method: http.MethodGet, Head: []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), ResRec: &rec}
 		resp, start, err := u.RoundTrip(c, out)

@@ -11,16 +11,20 @@ import (
 
 // Conn is one connection to an origin.
 type Conn struct {
-	key      string   // scheme://host:port|sni
-	raw      net.Conn // the TCP connection
-	conn     net.Conn // raw, or the TLS connection over it
-	ip       string
-	rd       connReader
-	br       *bufio.Reader
-	wr       connWriter
-	bw       *bufio.Writer
-	reused   bool
-	idleFrom time.Time
+	key  string   // scheme://host:port|sni, and the route
+	raw  net.Conn // the TCP connection
+	conn net.Conn // raw, or the TLS connection over it
+	ip   string   // "" through a route: the origin's address is unknown
+	// fwdRoute is set on a connection to a parent proxy that takes
+	// requests for fwdOrigin ("http://host:port") in absolute form.
+	fwdRoute  *route
+	fwdOrigin string
+	rd        connReader
+	br        *bufio.Reader
+	wr        connWriter
+	bw        *bufio.Writer
+	reused    bool
+	idleFrom  time.Time
 }
 
 // connReader reads from the origin, setting the Inactivity deadline before
@@ -115,9 +119,10 @@ func (c *Conn) SetFetchEnd(end time.Time) {
 	}
 }
 
-func (u *Client) newConn(key string, raw, conn net.Conn) *Conn {
+func (u *Client) newConn(key string, raw, conn net.Conn, routed bool) *Conn {
 	c := &Conn{key: key, raw: raw, conn: conn}
-	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+	// Through a route the remote address is the route's, not the origin's.
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok && !routed {
 		c.ip = a.IP.String()
 	}
 	c.rd = connReader{c: conn, timeout: u.socketTimeout}
@@ -131,7 +136,8 @@ func (u *Client) newConn(key string, raw, conn net.Conn) *Conn {
 // has used: where the response read so far ends in its recording.
 func (c *Conn) Consumed() int64 { return c.rd.n - int64(c.br.Buffered()) }
 
-// IP is the origin's address as dialed ("" if not a TCP connection).
+// IP is the origin's address as dialed ("" if not a TCP connection, or
+// when a route dialed it).
 func (c *Conn) IP() string { return c.ip }
 
 // Buffered is the number of response bytes read from the origin and not

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -30,3 +31,48 @@ func checkTarget(address string) error {
 }
 
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// checkRouted is the target check when a route dials for the proxy: the
+// address dialed is the route's, so the target is checked before. An IP
+// literal is checked as it is; with --deny-private-targets a name is
+// resolved here and refused if any address it has is refused, and passed
+// to the route when it does not resolve here (the route resolves it: a
+// name only the route's side knows). .onion names are never looked up
+// locally (that would leak them to the local resolver).
+func (u *Client) checkRouted(ctx context.Context, rt *route, hostport string) error {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return err
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return u.vetTarget(netip.AddrPortFrom(ip, 0).Addr().String(), port)
+	}
+	if !u.denyPrivate || rt.kind == RouteTor || isOnion(hostport) {
+		return nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil // not resolvable here: the route's business
+	}
+	for _, ip := range ips {
+		if err := u.vetTarget(ip.String(), port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vetTarget applies the proxy's own check (not itself) and, with
+// --deny-private-targets, the private-address check to one target address.
+func (u *Client) vetTarget(ip, port string) error {
+	address := net.JoinHostPort(ip, port)
+	if u.vet != nil {
+		if err := u.vet(address); err != nil {
+			return err
+		}
+	}
+	if u.denyPrivate {
+		return checkTarget(address)
+	}
+	return nil
+}

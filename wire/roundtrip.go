@@ -28,12 +28,19 @@ type Outbound struct {
 // It returns the response (whose Body reads from c.br) and the offset, in
 // bytes read since the sink was attached, where the final status line starts.
 func (u *Client) RoundTrip(c *Conn, out *Outbound) (*http.Response, int64, error) {
+	resp, start, err := u.roundTrip(c, out)
+	if err == nil && c.fwdRoute != nil && resp.StatusCode == http.StatusProxyAuthRequired {
+		// Only a proxy asks for proxy credentials: the parent refused
+		// ours (or wants some), which is no answer from the origin.
+		return nil, 0, c.fwdRoute.fail("auth", fmt.Errorf("refused the request for %s: %s", c.fwdOrigin, resp.Status))
+	}
+	return resp, start, err
+}
+
+func (u *Client) roundTrip(c *Conn, out *Outbound) (*http.Response, int64, error) {
 	c.rd.sink, c.wr.sink = out.ResRec, out.ReqRec
 	c.rd.n = 0
-	if _, err := c.bw.Write(out.Head); err != nil {
-		return nil, 0, err
-	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.writeHead(out.Head); err != nil {
 		return nil, 0, err
 	}
 	req := &http.Request{Method: out.Method}
@@ -72,6 +79,29 @@ func (u *Client) RoundTrip(c *Conn, out *Outbound) (*http.Response, int64, error
 		return early, start, nil
 	}
 	return readFinal(c, req)
+}
+
+// writeHead sends the request head. To a parent proxy the socket gets the
+// absolute form and the parent's credentials while the request record gets
+// the origin-form head, what an origin receives.
+func (c *Conn) writeHead(head []byte) error {
+	if c.fwdRoute == nil {
+		if _, err := c.bw.Write(head); err != nil {
+			return err
+		}
+		return c.bw.Flush()
+	}
+	sink := c.wr.sink
+	c.wr.sink = nil
+	_, err := c.bw.Write(absoluteHead(head, c.fwdOrigin, c.fwdRoute.proxyAuth))
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.wr.sink = sink
+	if err == nil && sink != nil {
+		_, _ = sink.Write(head)
+	}
+	return err
 }
 
 func (u *Client) sendBody(c *Conn, out *Outbound) error {

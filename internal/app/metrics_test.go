@@ -32,7 +32,11 @@ var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 func TestMetricsGoldenAndLint(t *testing.T) {
 	// Every optional component that registers metrics is on; the CDX
 	// server is never asked (no traffic), so its address need not answer.
-	p := proxytest.Start(t, func(c *config.Config) { c.CDXServerDedup = "http://127.0.0.1:1/cdx" })
+	// The routes are never dialed either.
+	p := proxytest.Start(t, func(c *config.Config) {
+		c.CDXServerDedup = "http://127.0.0.1:1/cdx"
+		c.SOCKSProxy, c.OnionTorSOCKSProxy = "127.0.0.1:1", "127.0.0.1:1"
+	})
 	mfs := p.Metrics(t)
 	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil }))
 	require.NoError(t, err)

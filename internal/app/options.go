@@ -101,6 +101,8 @@ func proxyOptions(a *App) proxy.Options {
 			SocketTimeout:      cfg.SocketTimeout,
 			VerifyTLS:          cfg.VerifyUpstreamTLS,
 			DenyPrivateTargets: cfg.DenyPrivateTargets,
+			Route:              route(cfg),
+			TorSOCKS:           cfg.OnionTorSOCKSProxy,
 		},
 		ProxyAuth:        a.authPairs,
 		NoLocalEndpoints: cfg.MetricsAddress != "",
@@ -108,6 +110,30 @@ func proxyOptions(a *App) proxy.Options {
 		Metrics:          a.metricsHandler(),
 		Registerer:       a.registry,
 	}
+}
+
+// route is the way out to origins; only the proxy's upstream client takes
+// it (Redis and the CDX server are reached by their own clients, directly).
+func route(cfg config.Config) wire.Route {
+	r := wire.Route{SOCKS: cfg.SOCKSProxy, SOCKSUser: cfg.SOCKSProxyUsername, SOCKSPassword: cfg.SOCKSProxyPassword}
+	if cfg.UpstreamProxy != "" {
+		p, _ := cfg.Parent() // validated with the config
+		r.Parent, r.ParentUser, r.ParentPassword = p.Addr, p.User, p.Password
+	}
+	return r
+}
+
+// routeShown describes the route for the start-up log line, without
+// credentials.
+func routeShown(cfg config.Config) string {
+	r := route(cfg)
+	switch {
+	case r.SOCKS != "":
+		return "socks " + r.SOCKS
+	case r.Parent != "":
+		return "parent " + r.Parent
+	}
+	return "direct"
 }
 
 func cdxOptions(cfg config.Config, version string) dedup.CDXOptions {

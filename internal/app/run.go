@@ -122,7 +122,8 @@ func (a *App) runProxy(proxyDone <-chan struct{}) error {
 	a.logger.Info("warcproxy listening",
 		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
 		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
-		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns, "pid", os.Getpid())
+		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns,
+		"upstream_route", routeShown(a.cfg), "onion_route", a.cfg.OnionTorSOCKSProxy, "pid", os.Getpid())
 	err := a.proxy.Serve(a.ln)
 	if !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("proxy listener: %w", err)

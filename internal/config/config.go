@@ -77,6 +77,13 @@ type Config struct {
 
 	ShutdownTimeout time.Duration // --shutdown-timeout
 
+	// Upstream route: at most one of SOCKSProxy and UpstreamProxy.
+	SOCKSProxy         string // --socks-proxy host:port
+	SOCKSProxyUsername string // --socks-proxy-username
+	SOCKSProxyPassword string // --socks-proxy-password; never logged
+	OnionTorSOCKSProxy string // --onion-tor-socks-proxy host:port, for .onion hosts
+	UpstreamProxy      string // --upstream-proxy http://[user:pass@]host:port
+
 	// Backend specs (none, embedded:PATH, redis://..., redis+cluster://...).
 	DedupDB             string        // --dedup-db, --dedup-db-file, -j
 	StatsDB             string        // --stats-db, --stats-db-file
@@ -181,6 +188,7 @@ func (c Config) Validate() error {
 	c.validateListen(&p)
 	c.validateOutput(&p)
 	c.validateLimits(&p)
+	c.validateRoutes(&p)
 	p.oneOf("log-level", c.LogLevel, logLevels)
 	p.oneOf("log-format", c.LogFormat, logFormats)
 	return errors.Join(p...)

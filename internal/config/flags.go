@@ -88,7 +88,7 @@ func groups(c *Config, sh *logShorthands) []group {
 			{name: "proxy-auth-file", metavar: "file", inFile: true, value: stringValue{&c.ProxyAuthFile},
 				help: "Like --proxy-auth, with the accepted user:password pairs read from this file, one per line (blank lines and lines starting with # are skipped). Both may be given."},
 			{name: "deny-private-targets", inFile: true, value: boolValue{&c.DenyPrivateTargets},
-				help: "Refuse (403) to fetch from loopback, private, link-local and CGNAT addresses, checked on the address actually dialed, so DNS names that resolve or rebind there are refused too. Off by default."},
+				help: "Refuse (403) to fetch from loopback, private, link-local and CGNAT addresses, checked on the address actually dialed, so DNS names that resolve or rebind there are refused too. With a SOCKS or parent route, the target is checked before dialing (a name that does not resolve locally passes to the route). Off by default."},
 		}},
 		{"Connections and timeouts", []*option{
 			{name: "max-conns", aliases: []string{"max-threads"}, metavar: "int", inFile: true, value: intValue{&c.MaxConns},
@@ -111,6 +111,18 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Longest a whole fetch may take, from sending the request to the last byte of the response; a response still arriving then is cut, recorded as far as it came with WARC-Truncated: time, and the client's connection is aborted. 0: no limit."},
 			{name: "shutdown-timeout", metavar: "duration", inFile: true, value: durationValue{&c.ShutdownTimeout},
 				help: "On SIGINT or SIGTERM, the budget of the whole shutdown: exchanges in flight get three quarters of it, then are cut (written, marked truncated); the queue drains and files close by its end. Anything cut or left undone by then exits 1; a second signal ends the budget at once."},
+		}},
+		{"Upstream route", []*option{
+			{name: "socks-proxy", metavar: "host:port", inFile: true, value: stringValue{&c.SOCKSProxy},
+				help: "Reach every origin through this SOCKS5 proxy (plain HTTP and CONNECT tunnels alike), sending it host names unresolved (remote DNS). WARC-IP-Address is left out then: the proxy does not know the origin's address."},
+			{name: "socks-proxy-username", metavar: "user", inFile: true, value: stringValue{&c.SOCKSProxyUsername},
+				help: "User name for --socks-proxy (RFC 1929 username/password authentication)."},
+			{name: "socks-proxy-password", metavar: "password", inFile: true, value: stringValue{&c.SOCKSProxyPassword},
+				help: "Password for --socks-proxy; never logged or shown. Prefer the config file to the command line, which other users can see."},
+			{name: "onion-tor-socks-proxy", metavar: "host:port", inFile: true, value: stringValue{&c.OnionTorSOCKSProxy},
+				help: "Reach hosts ending in .onion through this SOCKS5 proxy (Tor's, e.g. 127.0.0.1:9050), whatever else is set; other hosts go as configured otherwise."},
+			{name: "upstream-proxy", metavar: "url", inFile: true, value: stringValue{&c.UpstreamProxy},
+				help: "Reach every origin through this parent HTTP proxy, http://[user:password@]host:port: plain HTTP is sent to it in absolute form, HTTPS through a CONNECT. Records still hold the origin-form request and no credentials; the response record is what the parent relayed. Not with --socks-proxy."},
 		}},
 		{"Writers, queue and memory", []*option{
 			{name: "writer-workers", aliases: []string{"writer-threads"}, metavar: "int", inFile: true, value: intValue{&c.WriterWorkers},
@@ -287,7 +299,7 @@ var warcproxOnly = map[string]bool{
 	"playback-index-db-file": true, "rethinkdb-dedup-url": true,
 	"rethinkdb-big-table-url": true, "rethinkdb-trough-db-url": true, "rethinkdb-services-url": true,
 	"rethinkdb-servers": true, "rethinkdb-db": true, "rethinkdb-big-table": true,
-	"kafka-broker-list": true, "kafka-capture-feed-topic": true, "onion-tor-socks-proxy": true,
+	"kafka-broker-list": true, "kafka-capture-feed-topic": true,
 	"plugin": true, "profile": true, "no-warc-open-suffix": true,
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ type Proxy struct {
 	CAPool *x509.CertPool
 
 	tb       testing.TB
+	log      *logBuffer // StartLogged
 	stopOnce sync.Once
 	stop     chan struct{}
 	served   chan error
@@ -48,6 +50,44 @@ type Proxy struct {
 // Start runs a proxy with test defaults (a temp dir, port 0, the test's CA);
 // mutate, if not nil, adjusts the configuration first; opts go to app.New.
 func Start(tb testing.TB, mutate func(*config.Config), opts ...app.Option) *Proxy {
+	tb.Helper()
+	return start(tb, mutate, nil, opts)
+}
+
+// StartLogged is Start with every log line, debug ones included, also kept
+// for Log: a test can check what an operator would read (and that no
+// secret is in it).
+func StartLogged(tb testing.TB, mutate func(*config.Config), opts ...app.Option) *Proxy {
+	tb.Helper()
+	return start(tb, mutate, new(logBuffer), opts)
+}
+
+// Log is everything the proxy logged so far (StartLogged only).
+func (p *Proxy) Log() string {
+	if p.log == nil {
+		p.tb.Fatalf("proxytest: Log needs StartLogged")
+	}
+	return p.log.String()
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func start(tb testing.TB, mutate func(*config.Config), log *logBuffer, opts []app.Option) *Proxy {
 	tb.Helper()
 	dir := tb.TempDir()
 	cfg := config.Default()
@@ -69,7 +109,11 @@ func Start(tb testing.TB, mutate func(*config.Config), opts ...app.Option) *Prox
 	if os.Getenv("WARCPROXY_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: level}))
+	var logTo io.Writer = testWriter{tb}
+	if log != nil {
+		level, logTo = slog.LevelDebug, io.MultiWriter(logTo, log)
+	}
+	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
 	a, err := app.New(cfg, "test", logger, opts...)
 	if err != nil {
 		tb.Fatalf("proxytest: starting proxy: %v", err)
@@ -83,7 +127,7 @@ func Start(tb testing.TB, mutate func(*config.Config), opts ...app.Option) *Prox
 		tb.Fatalf("proxytest: bad CA certificate file")
 	}
 	p := &Proxy{
-		App: a, Config: cfg, Dir: cfg.Dir, CAPool: pool, tb: tb,
+		App: a, Config: cfg, Dir: cfg.Dir, CAPool: pool, tb: tb, log: log,
 		URL:    &url.URL{Scheme: "http", Host: a.Addr().String()},
 		served: make(chan error, 1), stop: make(chan struct{}),
 	}

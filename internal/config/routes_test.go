@@ -1,0 +1,62 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRouteFlags(t *testing.T) {
+	c, err := Parse([]string{"--socks-proxy", "127.0.0.1:1080", "--socks-proxy-username", "u",
+		"--socks-proxy-password", "pw", "--onion-tor-socks-proxy", "127.0.0.1:9050"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:1080", c.SOCKSProxy)
+	require.Equal(t, "u", c.SOCKSProxyUsername)
+	require.Equal(t, "pw", c.SOCKSProxyPassword)
+	require.Equal(t, "127.0.0.1:9050", c.OnionTorSOCKSProxy)
+
+	c, err = Parse([]string{"--upstream-proxy", "http://alice:s%40cret@127.0.0.1:3128"}, nil)
+	require.NoError(t, err)
+	p, err := c.Parent()
+	require.NoError(t, err)
+	require.Equal(t, ParentProxy{Addr: "127.0.0.1:3128", User: "alice", Password: "s@cret"}, p)
+}
+
+func TestRouteFlagsFromFile(t *testing.T) {
+	c, err := parseFile(t, "socks-proxy: 127.0.0.1:1080\nsocks-proxy-username: u\nsocks-proxy-password: pw\nonion-tor-socks-proxy: 127.0.0.1:9050\n")
+	require.NoError(t, err)
+	require.Equal(t, "pw", c.SOCKSProxyPassword)
+	require.Equal(t, "127.0.0.1:9050", c.OnionTorSOCKSProxy)
+	c, err = parseFile(t, "upstream-proxy: http://127.0.0.1:3128\n")
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:3128", c.UpstreamProxy)
+}
+
+// TestRouteErrors: each names its flag, and none repeats a password.
+func TestRouteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"both routes", []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
+			[]string{"--socks-proxy", "--upstream-proxy"}},
+		{"https parent", []string{"--upstream-proxy", "https://u:s3cret-pw@127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}},
+		{"socks scheme", []string{"--upstream-proxy", "socks5://127.0.0.1:1080"}, []string{"--upstream-proxy", "only http://"}},
+		{"no port", []string{"--upstream-proxy", "http://u:s3cret-pw@proxy.example"}, []string{"--upstream-proxy", "host:port"}},
+		{"bad port", []string{"--upstream-proxy", "http://u:s3cret-pw@proxy.example:99999"}, []string{"--upstream-proxy"}},
+		{"unparsable", []string{"--upstream-proxy", "http://u:s3cret-pw@[::1"}, []string{"--upstream-proxy"}},
+		{"socks without port", []string{"--socks-proxy", "127.0.0.1"}, []string{"--socks-proxy", "host:port"}},
+		{"tor without port", []string{"--onion-tor-socks-proxy", "localhost"}, []string{"--onion-tor-socks-proxy"}},
+		{"credentials without socks", []string{"--socks-proxy-password", "s3cret-pw"}, []string{"--socks-proxy-username", "--socks-proxy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.args, nil)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+			require.NotContains(t, err.Error(), "s3cret-pw")
+		})
+	}
+}
