@@ -364,6 +364,9 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 		{"WARC dir is a file", map[string]string{"warcs": "oops\n"}, nil, []string{"--dir", "not a directory"}},
 		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}},
 		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}},
+		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}},
+		{"warcprox's --rethinkdb-dedup-url in the file", map[string]string{"warcproxy.yaml": "rethinkdb-dedup-url: rethinkdb://db0/warcprox/dedup\n"},
+			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
