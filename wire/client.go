@@ -59,6 +59,10 @@ type Options struct {
 	VerifyTLS bool
 	// DenyPrivateTargets refuses loopback, private and link-local addresses.
 	DenyPrivateTargets bool
+	// AllowRenegotiation lets origins renegotiate (TLS 1.2 and older) as
+	// often as they ask, secure (RFC 5746) or not; off, a renegotiation
+	// request fails the read on that connection.
+	AllowRenegotiation bool
 	// Vet, if not nil, checks every address dialed, after name resolution
 	// (the proxy refuses its own listening socket there).
 	Vet func(address string) error
@@ -91,10 +95,15 @@ func NewClient(o Options) *Client {
 		}
 		return nil
 	}
+	renegotiation := tls.RenegotiateNever
+	if o.AllowRenegotiation {
+		renegotiation = tls.RenegotiateFreelyAsClient
+	}
 	return &Client{
 		dialer:        dialer,
 		socketTimeout: socketTimeout,
 		tlsConfig: &tls.Config{
+			Renegotiation:      renegotiation,
 			InsecureSkipVerify: !verifyTLS, //nolint:gosec // recording what the site serves is the point; --verify-upstream-tls turns it on
 			MinVersion:         tls.VersionTLS10,
 			CipherSuites:       suites,

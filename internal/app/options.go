@@ -99,6 +99,7 @@ func proxyOptions(a *App) proxy.Options {
 			SocketTimeout:      cfg.SocketTimeout,
 			VerifyTLS:          cfg.VerifyUpstreamTLS,
 			DenyPrivateTargets: cfg.DenyPrivateTargets,
+			AllowRenegotiation: cfg.UnsafeLegacyRenegotiation,
 		},
 		ProxyAuth:        a.authPairs,
 		NoLocalEndpoints: cfg.MetricsAddress != "",

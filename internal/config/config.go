@@ -68,6 +68,9 @@ type Config struct {
 	FetchTimeout      time.Duration // --fetch-timeout; 0 none
 	MethodFilter      []string      // --method-filter, in capitals; empty archives every method
 	VerifyUpstreamTLS bool          // --verify-upstream-tls
+	// UnsafeLegacyRenegotiation lets origins renegotiate TLS (1.2 and
+	// older) as often as they ask, warcprox's --unsafe-legacy-renegotiation.
+	UnsafeLegacyRenegotiation bool // --unsafe-legacy-renegotiation
 	// Security.
 	ProxyAuth          string // --proxy-auth user:password
 	ProxyAuthFile      string // --proxy-auth-file; one user:password per line

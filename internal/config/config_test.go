@@ -530,3 +530,17 @@ func TestWarcproxOnlyOptionsNameTheReplacement(t *testing.T) {
 	_, err := Parse([]string{"--onion-tor-socks-proxy", "127.0.0.1:9050"}, io.Discard)
 	require.ErrorContains(t, err, "a warcprox option that warcproxy does not support")
 }
+
+// warcprox's --unsafe-legacy-renegotiation is accepted as a flag and as a
+// key of the file.
+func TestUnsafeLegacyRenegotiation(t *testing.T) {
+	c, err := Parse(nil, io.Discard)
+	require.NoError(t, err)
+	require.False(t, c.UnsafeLegacyRenegotiation, "off by default")
+	c, err = Parse([]string{"--unsafe-legacy-renegotiation"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.UnsafeLegacyRenegotiation)
+	c, err = Parse([]string{"--config.file", writeConfig(t, "unsafe-legacy-renegotiation: true\n")}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.UnsafeLegacyRenegotiation)
+}

@@ -81,6 +81,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Directory that keeps generated site certificates across restarts; empty keeps them in memory only."},
 			{name: "verify-upstream-tls", inFile: true, value: boolValue{&c.VerifyUpstreamTLS},
 				help: "Verify the certificates of upstream servers. Off by default, so an archive records what a site serves even when its certificate is bad."},
+			{name: "unsafe-legacy-renegotiation", inFile: true, value: boolValue{&c.UnsafeLegacyRenegotiation},
+				help: "Let upstream servers renegotiate TLS 1.2 and older connections whenever they ask, also without RFC 5746 (warcprox's option). Servers that lack RFC 5746 but do not renegotiate are reached without it. Off: a server's renegotiation request fails that fetch (502)."},
 		}},
 		{"Security", []*option{
 			{name: "proxy-auth", metavar: "user:password", inFile: true, value: stringValue{&c.ProxyAuth},
