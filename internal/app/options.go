@@ -27,6 +27,7 @@ func writerOptions(cfg config.Config, version string, port int, fs writer.FS, on
 		Dir:              cfg.Dir,
 		Prefix:           prefix,
 		FilenameTemplate: cfg.WARCFilename,
+		NoOpenSuffix:     cfg.NoWARCOpenSuffix,
 		Gzip:             cfg.Gzip,
 		GzipLevel:        cfg.GzipLevel,
 		WARCVersion:      cfg.WARCVersion,

@@ -34,6 +34,8 @@ type Config struct {
 	Dir            string // --dir, -d
 	Prefix         string // --prefix, -n; "-" proxies without archiving
 	WARCFilename   string // --warc-filename, without extension
+	// NoWARCOpenSuffix writes files under their final names while open.
+	NoWARCOpenSuffix bool // --no-warc-open-suffix
 
 	Gzip            bool   // --gzip, -z
 	GzipLevel       int    // --gzip-level; 0 is the library default

@@ -544,3 +544,17 @@ func TestUnsafeLegacyRenegotiation(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, c.UnsafeLegacyRenegotiation)
 }
+
+// warcprox's --no-warc-open-suffix is accepted as a flag and as a key of
+// the file.
+func TestNoWARCOpenSuffix(t *testing.T) {
+	c, err := Parse(nil, io.Discard)
+	require.NoError(t, err)
+	require.False(t, c.NoWARCOpenSuffix, "off by default")
+	c, err = Parse([]string{"--no-warc-open-suffix"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.NoWARCOpenSuffix)
+	c, err = Parse([]string{"--config.file", writeConfig(t, "no-warc-open-suffix: true\n")}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.NoWARCOpenSuffix)
+}

@@ -53,6 +53,9 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "WARC file name without its extension (.warc.gz or .warc is added). Placeholders: " +
 					"{prefix} {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname} {shorthostname} {port}; " +
 					"{{ and }} stand for literal braces."},
+			{name: "no-warc-open-suffix", inFile: true, value: boolValue{&c.NoWARCOpenSuffix},
+				help: "Write each WARC file under its final name while it is open, instead of NAME.warc.gz.open renamed when closed (warcprox's option). " +
+					"The file is still locked while written; after a crash, the next start cuts back every unlocked file that does not end on a whole record."},
 			{name: "gzip", aliases: []string{"z"}, inFile: true, value: boolValue{&c.Gzip},
 				help: "Compress each record as its own gzip member (.warc.gz). On by default; -z is accepted as in warcprox, and --gzip=false writes plain .warc files."},
 			{name: "gzip-level", metavar: "int", inFile: true, value: intValue{&c.GzipLevel},
