@@ -63,6 +63,10 @@ type Options struct {
 	VerifyTLS bool
 	// DenyPrivateTargets refuses loopback, private and link-local addresses.
 	DenyPrivateTargets bool
+	// AllowRenegotiation lets origins renegotiate (TLS 1.2 and older) as
+	// often as they ask, secure (RFC 5746) or not; off, a renegotiation
+	// request fails the read on that connection.
+	AllowRenegotiation bool
 	// Vet, if not nil, checks every address dialed, after name resolution
 	// (the proxy refuses its own listening socket there).
 	Vet func(address string) error
@@ -109,6 +113,10 @@ func NewClient(o Options) *Client {
 		return nil
 	}
 	main, tor := newRoutes(o)
+	renegotiation := tls.RenegotiateNever
+	if o.AllowRenegotiation {
+		renegotiation = tls.RenegotiateFreelyAsClient
+	}
 	return &Client{
 		dialer:        dialer,
 		routeDialer:   routeDialer,
@@ -118,6 +126,7 @@ func NewClient(o Options) *Client {
 		vet:           self,
 		socketTimeout: socketTimeout,
 		tlsConfig: &tls.Config{
+			Renegotiation:      renegotiation,
 			InsecureSkipVerify: !verifyTLS, //nolint:gosec // recording what the site serves is the point; --verify-upstream-tls turns it on
 			MinVersion:         tls.VersionTLS10,
 			CipherSuites:       suites,

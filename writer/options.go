@@ -48,9 +48,14 @@ type Options struct {
 	// FilenameTemplate names files with warcprox's placeholders {prefix}
 	// {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname}
 	// {shorthostname} {port}; "{{" and "}}" are literal braces. ".warc" or
-	// ".warc.gz" is appended, plus ".open" while the file is written.
-	// Default DefaultFilenameTemplate.
+	// ".warc.gz" is appended, plus ".open" while the file is written
+	// (unless NoOpenSuffix). Default DefaultFilenameTemplate.
 	FilenameTemplate string
+	// NoOpenSuffix writes each file under its final name from the start
+	// (warcprox's --no-warc-open-suffix) instead of NAME.open renamed at
+	// close. The flock is held all the same; Recover needs
+	// RecoverOptions.FinalNames to find such files after a crash.
+	NoOpenSuffix bool
 	// Gzip writes every record as its own gzip member (.warc.gz).
 	Gzip bool
 	// GzipLevel is a klauspost/compress/gzip level (-3 to 9); 0 means the

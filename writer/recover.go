@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -23,10 +24,21 @@ const openSuffix = ".open"
 // maxRecoverNames bounds the search for a free NAME-recovered-N.
 const maxRecoverNames = 1000
 
-// RecoverReport says what Recover found and did. Every file counted here
-// was also logged.
+// RecoverOptions say which files Recover looks at.
+type RecoverOptions struct {
+	// FinalNames also checks the files under their final names
+	// (NAME.warc.gz, NAME.warc), which a writer with NoOpenSuffix writes
+	// while open: one whose lock is free and whose tail is not the end of
+	// a whole record is unfinished, and is cut back as an open-named one
+	// is (but keeps its name). Whole files are left as they are.
+	FinalNames bool
+}
+
+// RecoverReport says what Recover found and did. Every file counted here,
+// except the whole ones, was also logged.
 type RecoverReport struct {
-	Found     int   // *.warc.gz.open and *.warc.open files found
+	Found     int   // *.warc.gz.open and *.warc.open files found, and with FinalNames every other WARC file
+	Whole     int   // final-named files (FinalNames) that end on a whole record, left as they are
 	Skipped   int   // left alone: locked by a live process (or closed by one meanwhile)
 	Recovered int   // cut back to their last whole record if needed, synced and renamed
 	Removed   int   // held no whole record, not even the warcinfo, and were removed
@@ -39,8 +51,8 @@ type RecoverReport struct {
 
 // RecoveredFile is one file Recover closed or removed.
 type RecoveredFile struct {
-	Path    string // the ".open" file found
-	NewPath string // what it was renamed to; empty if it was removed
+	Path    string // the ".open" file found, or the unfinished final-named one
+	NewPath string // what it was renamed to (Path itself for a final-named one); empty if it was removed
 	Records int64  // whole records kept
 	Size    int64  // bytes kept
 	Cut     int64  // bytes cut off the end
@@ -65,6 +77,12 @@ type RecoveredFile struct {
 // a file without one whole record is removed. Files are read as a stream,
 // so memory does not grow with their size.
 //
+// With opts.FinalNames, every other WARC file (NAME.warc.gz, NAME.warc)
+// whose flock is free is checked too, from its tail (finishedTail): one
+// that ends on a whole record is left as it is, without reading the rest
+// of it; any other is scanned from its start and cut back as above, keeping
+// its name, or removed if it holds no whole record.
+//
 // Each file is logged (recovered and removed ones at warn). A file that
 // cannot be read or finished is logged at error, counted in Failed and left
 // as it was; the error returned is only for a dir that cannot be listed. A
@@ -73,12 +91,12 @@ type RecoveredFile struct {
 // Where flock does not exist (lockFile is a no-op there), every open file
 // counts as abandoned: do not share a directory between live processes on
 // such systems.
-func Recover(dir string, logger *slog.Logger) (RecoverReport, error) {
+func Recover(dir string, logger *slog.Logger, opts RecoverOptions) (RecoverReport, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var rep RecoverReport
-	paths, err := openWARCFiles(dir, logger, &rep)
+	paths, err := openWARCFiles(dir, opts.FinalNames, logger, &rep)
 	if err != nil {
 		return rep, err
 	}
@@ -105,16 +123,16 @@ func Recover(dir string, logger *slog.Logger) (RecoverReport, error) {
 		})
 	}
 	wg.Wait()
-	logger.Info("crash recovery finished", "dir", dir, "found", rep.Found, "recovered", rep.Recovered,
+	logger.Info("crash recovery finished", "dir", dir, "found", rep.Found, "whole", rep.Whole, "recovered", rep.Recovered,
 		"removed", rep.Removed, "skipped", rep.Skipped, "failed", rep.Failed,
 		"records", rep.Records, "bytes_cut", rep.BytesCut)
 	return rep, nil
 }
 
 // openWARCFiles lists the open WARC files in dir and its immediate
-// subdirectories. A subdirectory that cannot be listed is logged and
-// counted as failed.
-func openWARCFiles(dir string, logger *slog.Logger, rep *RecoverReport) ([]string, error) {
+// subdirectories, and with finalNames every other WARC file too. A
+// subdirectory that cannot be listed is logged and counted as failed.
+func openWARCFiles(dir string, finalNames bool, logger *slog.Logger, rep *RecoverReport) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -125,7 +143,7 @@ func openWARCFiles(dir string, logger *slog.Logger, rep *RecoverReport) ([]strin
 	var paths []string
 	add := func(d string, ents []os.DirEntry) {
 		for _, e := range ents {
-			if e.Type().IsRegular() && isOpenWARCName(e.Name()) {
+			if e.Type().IsRegular() && (isOpenWARCName(e.Name()) || finalNames && warcscan.ForName(e.Name()) != nil) {
 				paths = append(paths, filepath.Join(d, e.Name()))
 			}
 		}
@@ -163,6 +181,7 @@ const (
 	outcomeRecovered
 	outcomeRemoved
 	outcomeFailed
+	outcomeWhole // a final-named file that ends on a whole record
 )
 
 type recoverResult struct {
@@ -174,6 +193,9 @@ func (r *RecoverReport) add(res recoverResult) {
 	switch res.outcome {
 	case outcomeSkipped:
 		r.Skipped++
+		return
+	case outcomeWhole:
+		r.Whole++
 		return
 	case outcomeFailed:
 		r.Failed++
@@ -190,8 +212,11 @@ func (r *RecoverReport) add(res recoverResult) {
 
 // recoverFile checks, cuts back and closes (or removes) one open file. It
 // holds the file's flock from before the scan until after the rename, so two
-// processes recovering the same directory never both act on a file.
+// processes recovering the same directory never both act on a file. A
+// final-named file (no ".open") is first checked from its tail and left
+// alone if whole; if not, it is cut back like an open one and keeps its name.
 func recoverFile(path string, logger *slog.Logger) recoverResult {
+	openNamed := strings.HasSuffix(path, openSuffix)
 	failed := func(msg string, err error) recoverResult {
 		logger.Error("crash recovery: "+msg+"; file left as it is", "file", path, "err", err)
 		return recoverResult{outcome: outcomeFailed}
@@ -227,8 +252,21 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 		return recoverResult{outcome: outcomeSkipped}
 	}
 	size := fi.Size()
+	codec := warcscan.ForName(strings.TrimSuffix(path, openSuffix))
+	if !openNamed {
+		whole, err := finishedTail(f, size, codec)
+		if err != nil {
+			return failed("cannot read warc file", err)
+		}
+		if whole {
+			return recoverResult{outcome: outcomeWhole}
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return failed("cannot read warc file", err)
+		}
+	}
 
-	end, records, stop, err := scanFile(f, warcscan.ForName(strings.TrimSuffix(path, openSuffix)))
+	end, records, stop, err := scanFile(f, codec)
 	if err != nil {
 		return failed("cannot read warc file", err)
 	}
@@ -259,6 +297,12 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 	}
 	if err := f.Sync(); err != nil {
 		return failed("cannot sync warc file", err)
+	}
+	if !openNamed {
+		res.NewPath = path
+		logger.Warn("crash recovery: recovered unfinished warc file", "file", path, "records", records,
+			"bytes_kept", end, "bytes_cut", res.Cut, "reason", reason)
+		return recoverResult{outcome: outcomeRecovered, file: res}
 	}
 	newPath, err := renameNoReplace(fi, path)
 	if err != nil {
@@ -352,4 +396,74 @@ func scanFile(r io.Reader, c warcscan.Codec) (end, records int64, stop, err erro
 		return s.End(), s.Records(), err, nil
 	}
 	return s.End(), s.Records(), nil, err
+}
+
+// tailSearch is how far back finishedTail reads at a time.
+const tailSearch = 64 << 10
+
+// finishedTail reports whether the file f of codec c, size bytes long, ends
+// just after a whole record, reading only its end. It looks backwards for
+// where a record can start (gzip's magic number, or a "WARC/1." version
+// line) and scans from there to the end: a scan that reads whole records
+// up to the very end says whole; one that reads a whole record and then
+// stops before the end says not (the tail after that record is cut); one
+// that reads no record started at no record, or at the cut last one, and
+// the search goes on backwards. So a whole file costs its last record, an
+// unfinished one its last two. A false "whole" needs bytes inside a record
+// that look like a record's start and end exactly at the cut: a record
+// whose payload embeds WARC records, cut where an embedded one ends.
+func finishedTail(f io.ReaderAt, size int64, c warcscan.Codec) (bool, error) {
+	var magic []byte
+	switch c {
+	case warcscan.Gzip:
+		magic = []byte{0x1f, 0x8b, 0x08} // gzip, deflate
+	case warcscan.None:
+		magic = []byte("WARC/1.")
+	default:
+		return false, nil // the full scan decides
+	}
+	buf := make([]byte, tailSearch+len(magic)-1)
+	// Candidates at or after hi were tried already.
+	for hi := size; hi > 0; {
+		lo := max(0, hi-tailSearch)
+		n := min(int64(len(buf)), size-lo)
+		if _, err := f.ReadAt(buf[:n], lo); err != nil && err != io.EOF {
+			return false, err
+		}
+		win := buf[:n]
+		for i := len(win); ; {
+			j := bytes.LastIndex(win[:i], magic)
+			if j < 0 {
+				break
+			}
+			i = j + len(magic) - 1 // next: the matches that start before j
+			off := lo + int64(j)
+			if off >= hi {
+				continue // in the overlap with the last window: tried already
+			}
+			whole, stop, err := scanTail(f, off, size, c)
+			if err != nil || whole || stop {
+				return whole, err
+			}
+		}
+		hi = lo
+	}
+	return false, nil
+}
+
+// scanTail scans f from off to size. whole: whole records up to the end;
+// stop: at least one whole record, then not the end of one (the file is
+// unfinished).
+func scanTail(f io.ReaderAt, off, size int64, c warcscan.Codec) (whole, stop bool, err error) {
+	s := warcscan.New(io.NewSectionReader(f, off, size-off), warcscan.Options{Codec: c, SkipHeaders: true})
+	for err == nil {
+		_, err = s.Next()
+	}
+	switch {
+	case err == io.EOF:
+		return s.Records() > 0, s.Records() > 0, nil
+	case errors.Is(err, warcscan.ErrNotWhole), errors.Is(err, warcscan.ErrHeaderTooLong):
+		return false, s.Records() > 0, nil
+	}
+	return false, false, err
 }

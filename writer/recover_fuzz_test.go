@@ -27,7 +27,7 @@ func FuzzRecover(f *testing.F) {
 			name += ".gz"
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+openSuffix), data, 0o644))
-		rep, err := Recover(dir, nil)
+		rep, err := Recover(dir, nil, RecoverOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Found)
 		require.Zero(t, rep.Failed)

@@ -82,7 +82,7 @@ func recoverOne(t *testing.T, dir, name string, data []byte, records int, kept i
 	t.Helper()
 	open := filepath.Join(dir, name+openSuffix)
 	require.NoError(t, os.WriteFile(open, data, 0o644))
-	rep, err := Recover(dir, testLogger(t))
+	rep, err := Recover(dir, testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Found)
 	require.Zero(t, rep.Failed)
@@ -281,7 +281,7 @@ func TestRecoverLockedFileLeftAlone(t *testing.T) {
 	require.NoError(t, lockFile(f))
 
 	var logs bytes.Buffer
-	rep, err := Recover(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	rep, err := Recover(dir, slog.New(slog.NewTextHandler(&logs, nil)), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, RecoverReport{Found: 1, Skipped: 1}, rep)
 	got, err := os.ReadFile(open)
@@ -304,7 +304,7 @@ func TestRecoverLivePool(t *testing.T) {
 	tr.wg.Wait()
 	before := dirNames(t, dir)
 	require.NotEmpty(t, before)
-	rep, err := Recover(dir, testLogger(t))
+	rep, err := Recover(dir, testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(before), rep.Found)
 	require.Equal(t, len(before), rep.Skipped)
@@ -340,7 +340,7 @@ func TestRecoverNameCollision(t *testing.T) {
 	final := filepath.Join(dir, s.name)
 	require.NoError(t, os.WriteFile(final, s.data, 0o644))
 	require.NoError(t, os.Link(final, final+openSuffix))
-	rep, err := Recover(dir, testLogger(t))
+	rep, err := Recover(dir, testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Recovered)
 	require.Equal(t, final, rep.Files[0].NewPath)
@@ -371,7 +371,7 @@ func TestRecoverDirectories(t *testing.T) {
 	}
 	require.NoError(t, os.Symlink(filepath.Join(dir, "job-a"), filepath.Join(dir, "link-to-job-a")))
 
-	rep, err := Recover(dir, testLogger(t))
+	rep, err := Recover(dir, testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Found)
 	require.Equal(t, 3, rep.Recovered)
@@ -389,10 +389,10 @@ func TestRecoverDirectories(t *testing.T) {
 	slices.Sort(got)
 	warccheck.Files(t, got...)
 
-	rep, err = Recover(dir, testLogger(t))
+	rep, err = Recover(dir, testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, RecoverReport{}, rep, "nothing left to do")
-	rep, err = Recover(filepath.Join(dir, "missing"), testLogger(t))
+	rep, err = Recover(filepath.Join(dir, "missing"), testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, RecoverReport{}, rep)
 }
@@ -404,14 +404,14 @@ func TestRecoverLogs(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.warc.gz.open"), s.data[:s.ends[1]+4], 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.warc.gz.open"), s.data[:4], 0o644))
 	var logs bytes.Buffer
-	_, err := Recover(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	_, err := Recover(dir, slog.New(slog.NewTextHandler(&logs, nil)), RecoverOptions{})
 	require.NoError(t, err)
 	out := logs.String()
 	require.Contains(t, out, fmt.Sprintf(`level=WARN msg="crash recovery: recovered warc file" file=%s renamed_to=a.warc.gz records=2 bytes_kept=%d bytes_cut=4 reason=`,
 		filepath.Join(dir, "a.warc.gz.open"), s.ends[1]))
 	require.Contains(t, out, fmt.Sprintf(`level=WARN msg="crash recovery: removed warc file without a whole record" file=%s bytes_cut=4 reason=`,
 		filepath.Join(dir, "b.warc.gz.open")))
-	require.Contains(t, out, `level=INFO msg="crash recovery finished" dir=`+dir+` found=2 recovered=1 removed=1 skipped=0 failed=0 records=2 bytes_cut=8`)
+	require.Contains(t, out, `level=INFO msg="crash recovery finished" dir=`+dir+` found=2 whole=0 recovered=1 removed=1 skipped=0 failed=0 records=2 bytes_cut=8`)
 }
 
 // TestRecoverUnreadableFile: a file that cannot be opened is reported and
@@ -423,7 +423,7 @@ func TestRecoverUnreadableFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.warc.gz.open")
 	require.NoError(t, os.WriteFile(p, []byte("x"), 0o200))
-	rep, err := Recover(dir, testLogger(t))
+	rep, err := Recover(dir, testLogger(t), RecoverOptions{})
 	require.NoError(t, err)
 	require.Equal(t, RecoverReport{Found: 1, Failed: 1}, rep)
 	require.FileExists(t, p)
@@ -434,7 +434,7 @@ func TestRecoverUnreadableFile(t *testing.T) {
 func TestRecoverDirNotListable(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(p, nil, 0o644))
-	_, err := Recover(p, testLogger(t))
+	_, err := Recover(p, testLogger(t), RecoverOptions{})
 	require.ErrorIs(t, err, syscall.ENOTDIR)
 	require.ErrorContains(t, err, "listing warc dir for crash recovery")
 }

@@ -22,7 +22,7 @@ type warcFile struct {
 	prefix     string
 	dir        string // directory of the file
 	name       string // final name
-	path       string // path while open, with ".open"
+	path       string // path while open: with ".open", or the final one (NoOpenSuffix)
 	f          File
 	out        *output
 	warcinfoID string
@@ -58,7 +58,10 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("checking warc file name: %w", err)
 		}
-		path = final + ".open"
+		path = final + openSuffix
+		if p.opts.NoOpenSuffix {
+			path = final
+		}
 		var err error
 		f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
@@ -196,7 +199,9 @@ func (w *worker) finish(wf *warcFile, empty bool) {
 	if err := wf.f.Close(); err != nil {
 		fail("closing warc file", err)
 	}
-	if err := p.opts.FS.Rename(wf.path, filepath.Join(wf.dir, wf.name)); err != nil {
+	if final := filepath.Join(wf.dir, wf.name); wf.path == final {
+		// Written under its final name (NoOpenSuffix): nothing to rename.
+	} else if err := p.opts.FS.Rename(wf.path, final); err != nil {
 		p.stats.writeError(err)
 		w.log.Error("renaming warc file failed, will try again", "file", wf.path, "err", err)
 		w.unrenamed = append(w.unrenamed, wf)

@@ -367,6 +367,9 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 		{"SOCKS and parent proxy together", nil, []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
 			[]string{"--socks-proxy", "--upstream-proxy"}},
 		{"parent proxy not http", nil, []string{"--upstream-proxy", "https://127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}},
+		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}},
+		{"warcprox's --rethinkdb-dedup-url in the file", map[string]string{"warcproxy.yaml": "rethinkdb-dedup-url: rethinkdb://db0/warcprox/dedup\n"},
+			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",

@@ -154,7 +154,8 @@ func (a *App) openFiles() error {
 // even with --prefix -: a request's Warcprox-Meta can still name a
 // warc-prefix. It opens no file until a capture comes.
 func (a *App) openWriter(fs writer.FS) error {
-	recovered, err := writer.Recover(a.cfg.Dir, a.logger.With("component", "writer"))
+	recovered, err := writer.Recover(a.cfg.Dir, a.logger.With("component", "writer"),
+		writer.RecoverOptions{FinalNames: a.cfg.NoWARCOpenSuffix})
 	if err != nil {
 		return err
 	}

@@ -53,11 +53,11 @@ type RunConfig struct {
 	Mode        string // ModeKeepAlive or ModeNewConn
 	Timeout     time.Duration
 	Insecure    bool           // skip TLS verification (MITM)
+	RootCAs     *x509.CertPool // nil: the system's
 	// HTTP2 offers h2 by ALPN on HTTPS connections (to the origin, or to a
 	// MITM proxy inside its tunnels): requests to one host then share one
 	// connection as streams. Plain http:// stays HTTP/1.1 (no h2c).
 	HTTP2 bool
-	RootCAs     *x509.CertPool // nil: the system's
 	// Progress, if not nil, gets a progress line every second (with a
 	// carriage return, for a terminal) and a newline at the end.
 	Progress io.Writer

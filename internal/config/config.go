@@ -34,6 +34,8 @@ type Config struct {
 	Dir            string // --dir, -d
 	Prefix         string // --prefix, -n; "-" proxies without archiving
 	WARCFilename   string // --warc-filename, without extension
+	// NoWARCOpenSuffix writes files under their final names while open.
+	NoWARCOpenSuffix bool // --no-warc-open-suffix
 
 	Gzip            bool   // --gzip, -z
 	GzipLevel       int    // --gzip-level; 0 is the library default
@@ -70,6 +72,9 @@ type Config struct {
 	FetchTimeout      time.Duration // --fetch-timeout; 0 none
 	MethodFilter      []string      // --method-filter, in capitals; empty archives every method
 	VerifyUpstreamTLS bool          // --verify-upstream-tls
+	// UnsafeLegacyRenegotiation lets origins renegotiate TLS (1.2 and
+	// older) as often as they ask, warcprox's --unsafe-legacy-renegotiation.
+	UnsafeLegacyRenegotiation bool // --unsafe-legacy-renegotiation
 	// Security.
 	ProxyAuth          string // --proxy-auth user:password
 	ProxyAuthFile      string // --proxy-auth-file; one user:password per line

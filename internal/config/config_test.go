@@ -480,3 +480,79 @@ func TestWarcproxCDXServerDedupFlags(t *testing.T) {
 	require.Equal(t, 500*time.Millisecond, c.CDXServerDedupTimeout)
 	require.False(t, c.Base32)
 }
+
+// warcprox options warcproxy does not have are refused, on the command line
+// (with the value after a space or "=") and in the file alike, with what
+// to use instead.
+func TestWarcproxOnlyOptionsNameTheReplacement(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		value string // "" for a warcprox boolean
+		want  string // in the error, after the option's name
+	}{
+		{"rethinkdb-dedup-url", "rethinkdb://db0/warcprox/dedup", "--dedup-db and --stats-db redis://"},
+		{"rethinkdb-stats-url", "rethinkdb://db0/warcprox/stats", "--dedup-db and --stats-db redis://"},
+		{"rethinkdb-services-url", "rethinkdb://db0/warcprox/services", "--dedup-db and --stats-db redis://"},
+		{"rethinkdb-big-table-url", "rethinkdb://db0/warcprox/captures", "--dedup-db and --stats-db redis://"},
+		{"rethinkdb-trough-db-url", "rethinkdb://db0/trough", "--dedup-db and --stats-db redis://"},
+		{"rethinkdb-servers", "db0:28015", "--dedup-db and --stats-db redis://"},
+		{"kafka-broker-list", "k0:9092", "--crawl-log-dir"},
+		{"plugin", "myplugin.Plugin", "not supported; the crawl log (--crawl-log-dir), CDXJ indexes (--cdxj) and /metrics"},
+		{"playback-port", "8001", "--cdxj and replay the WARCs with pywb or ReplayWeb.page"},
+		{"P", "8001", "--cdxj and replay the WARCs with pywb or ReplayWeb.page"},
+		{"playback-index-db-file", "playback.db", "--cdxj and replay the WARCs with pywb or ReplayWeb.page"},
+		{"logging-conf-file", "logging.yaml", "use --log-level and --log-format"},
+		{"profile", "", "use --pprof"},
+		{"sentry-dsn", "https://key@sentry.example/1", "errors are in the logs"},
+		{"sentry-environment", "prod", "errors are in the logs"},
+		{"deploy-environment", "prod", "errors are in the logs"},
+		{"ssl-context", "x", "not supported; the TLS settings are"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			forms := [][]string{{"--" + tt.name}}
+			if tt.value != "" {
+				forms = [][]string{{"--" + tt.name, tt.value}, {"--" + tt.name + "=" + tt.value}, {"-" + tt.name, tt.value}}
+			}
+			for _, args := range forms {
+				_, err := Parse(args, io.Discard)
+				require.ErrorContains(t, err, "flag provided but not defined: -"+tt.name+" (a warcprox option that warcproxy does not have: ", "%q", args)
+				require.ErrorContains(t, err, tt.want, "%q", args)
+			}
+			value := tt.value
+			if value == "" {
+				value = "true"
+			}
+			_, err := Parse([]string{"--config.file", writeConfig(t, "port: 1\n"+tt.name+": "+value+"\n")}, io.Discard)
+			require.ErrorContains(t, err, `line 2: unknown key "`+tt.name+`" (a warcprox option that warcproxy does not have: `, "in the file")
+			require.ErrorContains(t, err, tt.want, "in the file")
+		})
+	}
+}
+
+// warcprox's --unsafe-legacy-renegotiation is accepted as a flag and as a
+// key of the file.
+func TestUnsafeLegacyRenegotiation(t *testing.T) {
+	c, err := Parse(nil, io.Discard)
+	require.NoError(t, err)
+	require.False(t, c.UnsafeLegacyRenegotiation, "off by default")
+	c, err = Parse([]string{"--unsafe-legacy-renegotiation"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.UnsafeLegacyRenegotiation)
+	c, err = Parse([]string{"--config.file", writeConfig(t, "unsafe-legacy-renegotiation: true\n")}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.UnsafeLegacyRenegotiation)
+}
+
+// warcprox's --no-warc-open-suffix is accepted as a flag and as a key of
+// the file.
+func TestNoWARCOpenSuffix(t *testing.T) {
+	c, err := Parse(nil, io.Discard)
+	require.NoError(t, err)
+	require.False(t, c.NoWARCOpenSuffix, "off by default")
+	c, err = Parse([]string{"--no-warc-open-suffix"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.NoWARCOpenSuffix)
+	c, err = Parse([]string{"--config.file", writeConfig(t, "no-warc-open-suffix: true\n")}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.NoWARCOpenSuffix)
+}

@@ -126,7 +126,9 @@ func fileError(err error, keys []*option) error {
 	for _, e := range te.Errors {
 		if m := unknownFieldRE.FindStringSubmatch(e); m != nil {
 			msg := fmt.Sprintf("line %s: unknown key %q", m[1], m[2])
-			if s := suggestKey(m[2], keys); s != "" {
+			if hint, ok := warcproxHint(strings.ReplaceAll(m[2], "_", "-")); ok {
+				msg += fmt.Sprintf(" (%s)", warcproxOnlyMsg(hint))
+			} else if s := suggestKey(m[2], keys); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			msgs = append(msgs, msg)

@@ -53,6 +53,9 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "WARC file name without its extension (.warc.gz or .warc is added). Placeholders: " +
 					"{prefix} {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname} {shorthostname} {port}; " +
 					"{{ and }} stand for literal braces."},
+			{name: "no-warc-open-suffix", inFile: true, value: boolValue{&c.NoWARCOpenSuffix},
+				help: "Write each WARC file under its final name while it is open, instead of NAME.warc.gz.open renamed when closed (warcprox's option). " +
+					"The file is still locked while written; after a crash, the next start cuts back every unlocked file that does not end on a whole record."},
 			{name: "gzip", aliases: []string{"z"}, inFile: true, value: boolValue{&c.Gzip},
 				help: "Compress each record as its own gzip member (.warc.gz). On by default; -z is accepted as in warcprox, and --gzip=false writes plain .warc files."},
 			{name: "gzip-level", metavar: "int", inFile: true, value: intValue{&c.GzipLevel},
@@ -81,6 +84,8 @@ func groups(c *Config, sh *logShorthands) []group {
 				help: "Directory that keeps generated site certificates across restarts; empty keeps them in memory only."},
 			{name: "verify-upstream-tls", inFile: true, value: boolValue{&c.VerifyUpstreamTLS},
 				help: "Verify the certificates of upstream servers. Off by default, so an archive records what a site serves even when its certificate is bad."},
+			{name: "unsafe-legacy-renegotiation", inFile: true, value: boolValue{&c.UnsafeLegacyRenegotiation},
+				help: "Let upstream servers renegotiate TLS 1.2 and older connections whenever they ask, also without RFC 5746 (warcprox's option). Servers that lack RFC 5746 but do not renegotiate are reached without it. Off: a server's renegotiation request fails that fetch (502)."},
 		}},
 		{"Security", []*option{
 			{name: "proxy-auth", metavar: "user:password", inFile: true, value: stringValue{&c.ProxyAuth},
@@ -292,24 +297,68 @@ func unexpectedArg(args, rest []string, byName map[string]*option) error {
 	return err
 }
 
-// warcproxOnly are warcprox options warcproxy does not have (databases,
-// playback, plugins, Kafka, Tor, profiling).
-var warcproxOnly = map[string]bool{
-	"rethinkdb-stats-url": true, "P": true, "playback-port": true,
-	"playback-index-db-file": true, "rethinkdb-dedup-url": true,
-	"rethinkdb-big-table-url": true, "rethinkdb-trough-db-url": true, "rethinkdb-services-url": true,
-	"rethinkdb-servers": true, "rethinkdb-db": true, "rethinkdb-big-table": true,
-	"kafka-broker-list": true, "kafka-capture-feed-topic": true,
-	"plugin": true, "profile": true, "no-warc-open-suffix": true,
+// Hints for warcprox options that warcproxy does not have: what to use
+// instead.
+const (
+	useRedis    = "use --dedup-db and --stats-db redis://host:port/db (or redis+cluster://...) for stores that several proxies share"
+	useCDXJ     = "warcproxy has no playback: write CDXJ indexes with --cdxj and replay the WARCs with pywb or ReplayWeb.page"
+	useLogs     = "not supported; captures are in the crawl log (--crawl-log-dir) and the CDXJ indexes (--cdxj), counts in /metrics"
+	useLogsMets = "not supported; errors are in the logs (--log-format json for a collector) and /metrics"
+)
+
+// warcproxOnly maps the warcprox options warcproxy does not have to a hint
+// naming what to use instead. One option per line, so adding
+// or removing one is a one-line change. Options starting with "sentry-" are
+// refused too (warcproxHint).
+var warcproxOnly = map[string]string{
+	"rethinkdb-servers":        useRedis,
+	"rethinkdb-db":             useRedis,
+	"rethinkdb-big-table":      useRedis,
+	"rethinkdb-dedup-url":      useRedis,
+	"rethinkdb-stats-url":      useRedis,
+	"rethinkdb-services-url":   useRedis,
+	"rethinkdb-big-table-url":  useRedis,
+	"rethinkdb-trough-db-url":  useRedis,
+	"kafka-broker-list":        useLogs,
+	"kafka-capture-feed-topic": useLogs,
+	"plugin":                   "not supported; the crawl log (--crawl-log-dir), CDXJ indexes (--cdxj) and /metrics cover what the usual plugins do",
+	"P":                        useCDXJ,
+	"playback-port":            useCDXJ,
+	"playback-index-db-file":   useCDXJ,
+	"logging-conf-file":        "use --log-level and --log-format",
+	"profile":                  "use --pprof, which serves Go's profiler on --metrics-address",
+	"deploy-environment":       useLogsMets,
+	"ssl-context":              "not supported; the TLS settings are --cacert, --certs-dir, --verify-upstream-tls and --unsafe-legacy-renegotiation",
+}
+
+// warcproxHint reports whether name (a flag or YAML key, without dashes)
+// is a warcprox option warcproxy does not have, and what to use instead.
+func warcproxHint(name string) (hint string, ok bool) {
+	if hint, ok := warcproxOnly[name]; ok {
+		return hint, true
+	}
+	if strings.HasPrefix(name, "sentry-") {
+		return useLogsMets, true
+	}
+	return "", false
+}
+
+// warcproxOnlyMsg is the note added to the error for such an option.
+func warcproxOnlyMsg(hint string) string {
+	return "a warcprox option that warcproxy does not have: " + hint + "; see docs/configuration.md"
 }
 
 // explainUndefined adds to the flag package's "flag provided but not
-// defined" that the flag is a warcprox one warcproxy lacks, when it is.
+// defined" that the flag is a warcprox one warcproxy lacks, and what to
+// use instead, when it is.
 func explainUndefined(err error) error {
 	const undefined = "flag provided but not defined: -"
 	name, ok := strings.CutPrefix(err.Error(), undefined)
-	if ok && warcproxOnly[name] {
-		return fmt.Errorf("%w (a warcprox option that warcproxy does not support; see docs/configuration.md)", err)
+	if !ok {
+		return err
+	}
+	if hint, ok := warcproxHint(name); ok {
+		return fmt.Errorf("%w (%s)", err, warcproxOnlyMsg(hint))
 	}
 	return err
 }

@@ -483,7 +483,7 @@ func TestStuckDiskShutdown(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(next, filepath.Base(f)), data, 0o644))
 	}
-	rep, err := writer.Recover(next, slog.New(slog.DiscardHandler))
+	rep, err := writer.Recover(next, slog.New(slog.DiscardHandler), writer.RecoverOptions{})
 	require.NoError(t, err)
 	t.Logf("recovered: %+v", rep)
 	recs := byURI(principal(warccheck.Dir(t, next)))
