@@ -127,7 +127,8 @@ func (s *Server) enforceLimits(w http.ResponseWriter, r *http.Request, uri strin
 // rejectLimit sends warcprox's answer to a request over a limit: "420
 // Reached limit" or "430 Reached soft limit" (net/http cannot send those
 // reason phrases, so the response is written on the hijacked connection,
-// which is closed after it, as warcprox closes it).
+// which is closed after it, as warcprox closes it; an HTTP/2 stream gets
+// the status with Go's reason phrase, and the connection stays up).
 func rejectLimit(w http.ResponseWriter, r *http.Request, x *warcproxmeta.LimitReached) {
 	status, reason := x.Status()
 	meta, body := x.Header(), x.Body()
@@ -150,7 +151,11 @@ func rejectLimit(w http.ResponseWriter, r *http.Request, x *warcproxmeta.LimitRe
 	h := w.Header()
 	h.Set(warcproxmeta.HeaderName, meta)
 	h.Set("Content-Type", "text/plain;charset=utf-8")
-	h.Set("Connection", "close")
+	if r.ProtoMajor == 1 {
+		// Over HTTP/2 it would end the whole connection (a GOAWAY), not
+		// this stream.
+		h.Set("Connection", "close")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {

@@ -130,7 +130,20 @@ func TestHTTP2GoClient(t *testing.T) {
 		require.Equal(t, 2, resp.ProtoMajor, "HTTP/2 to the proxy")
 		require.Equal(t, fmt.Sprintf("POST /%s body=%q te=[]", prefix, "payload-"+prefix), string(body))
 	}
-	require.Equal(t, int64(1), dials.Load(), "both requests on one connection")
+	// Over a limit: 420 on that stream, and the connection serves on.
+	limited := `{"stats": {"buckets": ["h2job"]}, "limits": {"h2job/total/urls": 1}}`
+	for i, want := range []int{200, 420, 200} {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/limited%d", origin.URL, i), nil)
+		require.NoError(t, err)
+		if i < 2 {
+			req.Header.Set("Warcprox-Meta", limited)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "request %d", i)
+	}
+	require.Equal(t, int64(1), dials.Load(), "every request on one connection")
 	p.Stop()
 	for _, prefix := range []string{"alpha", "beta"} {
 		files, err := filepath.Glob(filepath.Join(p.Dir, prefix+"-*.warc.gz"))
