@@ -17,19 +17,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warcproxy/warcproxy/internal/bench"
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
 )
 
 // BenchmarkProxy measures whole-proxy throughput on loopback: origin,
-// proxy and load in one process, 50 keep-alive clients, incompressible
-// bodies. Compare with direct=true (no proxy) and prefix=- (proxy work
-// without recording) to see where the time goes.
+// proxy and load in one process, keep-alive clients (50; 10 for 4 MB),
+// incompressible bodies. Compare with direct (no proxy) and prefix=- (proxy
+// work without recording) to see where the time goes; h2 is workers=2 with
+// the client speaking HTTP/2 in the proxy's tunnels (tls=true only).
 func BenchmarkProxy(b *testing.B) {
 	body16k := make([]byte, 16<<10)
 	_, _ = rand.Read(body16k)
 	body256k := make([]byte, 256<<10)
 	_, _ = rand.Read(body256k)
+	body4m := make([]byte, 4<<20)
+	_, _ = rand.Read(body4m)
 	// Every response is a different payload (a counter in its first
 	// bytes), so that dedup (on by default) misses and saves each time:
 	// the worst case for its cost.
@@ -45,11 +49,15 @@ func BenchmarkProxy(b *testing.B) {
 		})
 	}
 	for _, size := range []struct {
-		name string
-		body []byte
-	}{{"16KB", body16k}, {"256KB", body256k}} {
+		name        string
+		body        []byte
+		concurrency int
+	}{{"16KB", body16k, 50}, {"256KB", body256k, 50}, {"4MB", body4m, 10}} {
 		for _, tlsOn := range []bool{false, true} {
 			for _, mode := range benchModes {
+				if mode == "h2" && !tlsOn {
+					continue // no h2c
+				}
 				name := fmt.Sprintf("body=%s/tls=%v/%s", size.name, tlsOn, mode)
 				b.Run(name, func(b *testing.B) {
 					origin := httptest.NewUnstartedServer(handler(size.body))
@@ -82,8 +90,11 @@ func BenchmarkProxy(b *testing.B) {
 							}
 						})
 						client = p.Client()
+						if mode == "h2" {
+							client.Transport.(*http.Transport).ForceAttemptHTTP2 = true
+						}
 					}
-					runLoad(b, client, origin.URL, 50, int64(len(size.body)))
+					runLoad(b, client, origin.URL, size.concurrency, int64(len(size.body)))
 				})
 			}
 		}
@@ -123,8 +134,44 @@ func runLoad(b *testing.B, client *http.Client, base string, concurrency int, si
 
 // Modes: direct (no proxy), prefix=- (proxy work without recording),
 // workers=N (recording with N writer workers and embedded dedup and stats,
-// as by default), nodb (recording without dedup and stats).
-var benchModes = []string{"direct", "prefix=-", "workers=1", "workers=2", "workers=4", "nodb"}
+// as by default), nodb (recording without dedup and stats), h2 (workers=2,
+// the client speaking HTTP/2 to the proxy).
+var benchModes = []string{"direct", "prefix=-", "workers=1", "workers=2", "workers=4", "nodb", "h2"}
+
+// BenchmarkProxyHugeStream streams one 1 GiB chunked response through the
+// proxy per iteration (the origin writes it in chunks of 4 KiB or 1 MiB,
+// each flushed) and reports MB/s up to the moment its records are written
+// (the drain included) and the drain alone, in seconds. Run it with
+// -benchtime 1x: one iteration moves 1 GiB.
+func BenchmarkProxyHugeStream(b *testing.B) {
+	origin := httptest.NewServer(bench.NewOrigin())
+	defer origin.Close()
+	for _, chunk := range []struct {
+		name  string
+		size  int
+		count int
+	}{{"4KiB", 4 << 10, 1 << 18}, {"1MiB", 1 << 20, 1 << 10}} {
+		b.Run("chunk="+chunk.name, func(b *testing.B) {
+			p := proxytest.Start(b, nil)
+			client := p.Client()
+			url := fmt.Sprintf("%s/stream/%d/%d", origin.URL, chunk.size, chunk.count)
+			b.SetBytes(int64(chunk.size) * int64(chunk.count))
+			var drain time.Duration
+			for b.Loop() {
+				resp, err := client.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				streamed := time.Now()
+				p.Settle()
+				drain += time.Since(streamed)
+			}
+			b.ReportMetric(drain.Seconds()/float64(b.N), "drain-s/op")
+		})
+	}
+}
 
 // BenchmarkSlowloris reports a normal client's latency (p50, p99, in ms)
 // while 0 or 1,000 other connections trickle their headers a byte every
