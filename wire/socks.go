@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
@@ -30,7 +31,13 @@ func (u *Client) dialSOCKS(ctx context.Context, rt *route, hostport string) (net
 		if errors.As(err, &re) {
 			return nil, re // the SOCKS server could not be reached
 		}
-		return nil, rt.fail(socksReason(err), socksCause(err))
+		reason, cause := socksReason(err), socksCause(err)
+		if reason == "rejected" {
+			// The server answered CONNECT with a failure, which x/net
+			// words "unknown error connection refused".
+			cause = fmt.Errorf("could not connect to %s: %s", hostport, strings.TrimPrefix(cause.Error(), "unknown error "))
+		}
+		return nil, rt.fail(reason, cause)
 	}
 	if fw.conn == nil {
 		return c, nil
