@@ -239,7 +239,7 @@ func TestChromium(t *testing.T) {
 		t.Fatalf("the DOM does not show the fetch result %q:\n%s\nchromium stderr:\n%s", want, dom, stderr.String())
 	}
 
-	h2Streams := diskMetric(t, p, "warcproxy_proxy_http2_streams_total")
+	h2Streams := oneMetric(t, p, "warcproxy_proxy_http2_streams_total")
 	p.Stop()
 	counts := log.counts()
 	t.Logf("origin served %v", counts)

@@ -148,8 +148,8 @@ func (l *diskLedger) counts() (ok, refused int) {
 	return len(l.ok), len(l.refused)
 }
 
-// diskMetric reads one unlabelled counter or gauge from /metrics.
-func diskMetric(t *testing.T, p *proxytest.Proxy, name string) float64 {
+// oneMetric reads one unlabelled counter or gauge from /metrics.
+func oneMetric(t *testing.T, p *proxytest.Proxy, name string) float64 {
 	t.Helper()
 	for _, mf := range p.Metrics(t) {
 		if mf.GetName() != name {
@@ -187,7 +187,7 @@ func requireFailingStatus(t *testing.T, p *proxytest.Proxy, errText string) {
 		assert.NoError(t, err, "/status writer_last_error_time")
 	}
 
-	require.Positive(t, diskMetric(t, p, "warcproxy_writer_write_errors_total"))
+	require.Positive(t, oneMetric(t, p, "warcproxy_writer_write_errors_total"))
 }
 
 // requireRecoveredStatus checks that /status says the writer is no longer
@@ -337,7 +337,7 @@ func TestDiskFaultsBackPressure(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return p.Status(t)["queue_full_for_seconds"].(float64) > 0.3
 			}, diskWait, 10*time.Millisecond)
-			require.Greater(t, diskMetric(t, p, "warcproxy_writer_queue_full_seconds"), 0.3)
+			require.Greater(t, oneMetric(t, p, "warcproxy_writer_queue_full_seconds"), 0.3)
 			fetchedBefore := origin.fetched()
 			late := p.Client()
 			for i := range 3 {

@@ -96,7 +96,7 @@ func TestHTTP2ManyStreamsOneTunnel(t *testing.T) {
 		connects += n
 	}
 	require.Equal(t, 1, connects, "all 40 streams over one connection to the proxy")
-	require.Equal(t, float64(40), diskMetric(t, p, "warcproxy_proxy_http2_streams_total"))
+	require.Equal(t, float64(40), oneMetric(t, p, "warcproxy_proxy_http2_streams_total"))
 
 	p.Stop()
 	recs := warccheck.Dir(t, p.Dir)
@@ -284,7 +284,7 @@ func TestHTTP2StreamCap(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.GreaterOrEqual(t, dials.Load(), int64(3), "5 streams at 2 per connection")
-	require.Equal(t, float64(dials.Load()), diskMetric(t, p, "warcproxy_proxy_http2_connections_total"))
+	require.Equal(t, float64(dials.Load()), oneMetric(t, p, "warcproxy_proxy_http2_connections_total"))
 }
 
 // TestHTTP2HeaderLimit: --max-header-bytes holds for HTTP/2 streams too:
