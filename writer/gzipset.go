@@ -1,0 +1,109 @@
+package writer
+
+import (
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// member is one gzip member being written.
+type member interface {
+	io.Writer
+	Close() error
+}
+
+// gzipSet is a worker's gzip writers: one per level in use (at most the
+// stored, Huffman-only and configured ones), each created when first needed
+// and reset for every record, plus the parallel writer for huge blocks.
+type gzipSet struct {
+	level int // the configured level: a record never gets a stronger one
+	probe *probe
+	byLvl []levelWriter
+	par   *parallelGzip // nil until a huge compressible block comes
+}
+
+type levelWriter struct {
+	level int
+	w     *gzip.Writer
+}
+
+func newGzipSet(level int) *gzipSet {
+	g := &gzipSet{level: level}
+	if strength(level) > strength(gzip.HuffmanOnly) {
+		g.probe = newProbe()
+	}
+	return g
+}
+
+// open starts r's gzip member on out, at the level r's sample calls for,
+// capped at the configured level.
+func (g *gzipSet) open(out io.Writer, r *Record) (member, error) {
+	v := fullDeflate
+	if g.probe != nil {
+		var err error
+		if v, err = g.probe.judge(r); err != nil {
+			return nil, err
+		}
+	}
+	if v == fullDeflate && r.BlockLength >= parallelMin && strength(g.level) >= strength(gzip.BestSpeed) {
+		if g.par == nil {
+			g.par = newParallelGzip(g.level)
+		}
+		g.par.Reset(out)
+		return g.par, nil
+	}
+	w := g.writer(g.levelFor(v))
+	w.Reset(out)
+	return w, nil
+}
+
+// abort stops a member that failed half-way. Only the parallel writer has
+// anything to stop: goroutines that would go on writing to the file.
+func (g *gzipSet) abort() {
+	if g.par != nil {
+		g.par.stop()
+	}
+}
+
+// levelFor is the level for a verdict: the cheap levels, unless the
+// configured one is cheaper still.
+func (g *gzipSet) levelFor(v verdict) int {
+	l := g.level
+	switch v {
+	case huffmanOnly:
+		l = gzip.HuffmanOnly
+	case storedOnly:
+		l = gzip.NoCompression
+	}
+	if strength(l) > strength(g.level) {
+		return g.level
+	}
+	return l
+}
+
+func (g *gzipSet) writer(level int) *gzip.Writer {
+	for _, lw := range g.byLvl {
+		if lw.level == level {
+			return lw.w
+		}
+	}
+	w, _ := gzip.NewWriterLevel(io.Discard, level) // levels checked in New
+	g.byLvl = append(g.byLvl, levelWriter{level, w})
+	return w
+}
+
+// strength orders gzip levels by how hard they try: stored, Huffman-only,
+// stateless, then 1 to 9 (the default is 5 in klauspost/compress).
+func strength(level int) int {
+	switch level {
+	case gzip.NoCompression:
+		return 0
+	case gzip.HuffmanOnly:
+		return 1
+	case gzip.StatelessCompression:
+		return 2
+	case gzip.DefaultCompression:
+		return 2 + 5
+	}
+	return 2 + level
+}
