@@ -267,3 +267,30 @@ func TestHugeRecordReaders(t *testing.T) {
 		require.Equal(t, 1, r.members)
 	}
 }
+
+// TestCompressionAllocs: once a worker has its writers, choosing and
+// compressing a record allocates nothing.
+func TestCompressionAllocs(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("allocation counts differ under -cover and -race")
+	}
+	e := newEncoder(gzip.DefaultCompression)
+	blocks := [][]byte{
+		httpResponse(randomBytes(256<<10, 1)),
+		httpResponse(bench.Text(256 << 10)),
+		httpResponse([]byte(base64.StdEncoding.EncodeToString(randomBytes(96<<10, 2)))),
+	}
+	recs := make([]Record, len(blocks))
+	for i, b := range blocks {
+		recs[i] = Record{Type: "response", ID: "<urn:uuid:1>", Date: time.Unix(1e9, 0), Block: bytes.NewReader(b),
+			BlockLength: int64(len(b)), BlockDigest: "sha1:X"}
+	}
+	write := func() {
+		for i := range recs {
+			require.NoError(t, e.w.writeRecord(e.wf, &recs[i]))
+		}
+		require.NoError(t, e.wf.out.Cut(0))
+	}
+	write()
+	require.Zero(t, testing.AllocsPerRun(5, write))
+}
