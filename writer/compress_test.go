@@ -85,7 +85,7 @@ func TestLevelCap(t *testing.T) {
 		{gzip.HuffmanOnly, gzip.HuffmanOnly, gzip.HuffmanOnly, gzip.NoCompression},
 		{gzip.NoCompression, gzip.NoCompression, gzip.NoCompression, gzip.NoCompression},
 	} {
-		g := newGzipSet(tt.level)
+		g := newGzipSet(tt.level, new(memberCounts))
 		require.Equal(t, tt.full, g.levelFor(fullDeflate), "level %d", tt.level)
 		require.Equal(t, tt.huffman, g.levelFor(huffmanOnly), "level %d", tt.level)
 		require.Equal(t, tt.storedLv, g.levelFor(storedOnly), "level %d", tt.level)
@@ -293,4 +293,15 @@ func TestCompressionAllocs(t *testing.T) {
 	}
 	write()
 	require.Zero(t, testing.AllocsPerRun(5, write))
+}
+
+// TestMemberCounts: the metric counts members by how they were compressed.
+func TestMemberCounts(t *testing.T) {
+	e := newEncoder(gzip.DefaultCompression)
+	for _, b := range [][]byte{httpResponse(randomBytes(64<<10, 1)), httpResponse(bench.Text(64 << 10)), httpResponse(bench.Text(parallelMin))} {
+		_, _, err := e.encode(t, bytes.NewReader(b), int64(len(b)))
+		require.NoError(t, err)
+	}
+	c := &e.w.p.stats.members
+	require.Equal(t, []uint64{1, 0, 1, 1}, []uint64{c[0].Load(), c[1].Load(), c[2].Load(), c[3].Load()}, "%v", memberKinds)
 }

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"io"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -20,15 +21,25 @@ type gzipSet struct {
 	probe *probe
 	byLvl []levelWriter
 	par   *parallelGzip // nil until a huge compressible block comes
+	count *memberCounts
 }
+
+// memberCounts counts gzip members by how they were compressed, indexed
+// like memberKinds (the pool's metric).
+type memberCounts [len(memberKinds)]atomic.Uint64
+
+// memberKinds: a verdict's index, then the parallel writer.
+var memberKinds = [...]string{"level", "huffman", "stored", "parallel"}
+
+const parallelKind = len(memberKinds) - 1
 
 type levelWriter struct {
 	level int
 	w     *gzip.Writer
 }
 
-func newGzipSet(level int) *gzipSet {
-	g := &gzipSet{level: level}
+func newGzipSet(level int, count *memberCounts) *gzipSet {
+	g := &gzipSet{level: level, count: count}
 	if strength(level) > strength(gzip.HuffmanOnly) {
 		g.probe = newProbe()
 	}
@@ -50,8 +61,10 @@ func (g *gzipSet) open(out io.Writer, r *Record) (member, error) {
 			g.par = newParallelGzip(g.level)
 		}
 		g.par.Reset(out)
+		g.count[parallelKind].Add(1)
 		return g.par, nil
 	}
+	g.count[v].Add(1)
 	w := g.writer(g.levelFor(v))
 	w.Reset(out)
 	return w, nil

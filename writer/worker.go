@@ -52,7 +52,7 @@ func newWorker(p *Pool, id int) *worker {
 		hash:  p.opts.Digest.New(),
 	}
 	if p.opts.Gzip {
-		w.gz = newGzipSet(p.opts.GzipLevel)
+		w.gz = newGzipSet(p.opts.GzipLevel, &p.stats.members)
 	}
 	if p.opts.RolloverIdle > 0 {
 		w.idle = time.NewTimer(p.opts.RolloverIdle)
