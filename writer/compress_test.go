@@ -245,7 +245,8 @@ func TestHugeRecordReadError(t *testing.T) {
 }
 
 // TestHugeRecordReaders: the shared WARC checks (gowarc, warcio.js) read
-// a file holding a parallel member among ordinary ones.
+// a file holding a parallel member, a stored one and a Huffman-only one
+// among ordinary ones.
 func TestHugeRecordReaders(t *testing.T) {
 	p, dir := newPool(t, Options{Gzip: true, Workers: 1})
 	tr := newTracker()
@@ -257,8 +258,18 @@ func TestHugeRecordReaders(t *testing.T) {
 		s.uri, s.seed = fmt.Sprintf("http://example.org/%d", i), uint64(i)
 		require.NoError(t, p.Enqueue(context.Background(), makeCapture(t, s, tr)))
 	}
+	b64 := []byte(base64.StdEncoding.EncodeToString(randomBytes(48<<10, 3)))
+	resp := httpResponse(b64)
+	require.NoError(t, p.Enqueue(context.Background(), &Capture{Records: []Record{{
+		Type: "response", TargetURI: "http://example.org/b64", ContentType: "application/http; msgtype=response",
+		Fields: []Field{{"WARC-Payload-Digest", sha1b32(b64)}},
+		Block:  bytes.NewReader(resp), BlockLength: int64(len(resp)),
+	}}, Done: tr.doneFunc("http://example.org/b64")}))
 	require.NoError(t, p.Close(context.Background()))
-	tr.requireAll(t, 3, nil)
+	tr.requireAll(t, 4, nil)
+	require.Equal(t, uint64(1), p.stats.members[huffmanOnly].Load())
+	require.Equal(t, uint64(1), p.stats.members[storedOnly].Load())
+	require.Equal(t, uint64(1), p.stats.members[parallelKind].Load())
 	files, err := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)

@@ -23,9 +23,10 @@ const (
 	probePiece  = 2 << 10
 	// lowEntropy (bits per byte, order 0): below it a sample is worth the
 	// configured level without a trial. Text, markup, JSON and scripts in
-	// Latin script are at 4.5 to 5.5; base64 at 6; text in other scripts
-	// and executables at 6 to 7.5; compressed formats at 7.9 and above.
-	lowEntropy = 6.0
+	// Latin script are at 4.5 to 5.5; base64 at just under 6 (64 symbols);
+	// text in other scripts and executables at 6 to 7.5; compressed formats
+	// at 7.9 and above.
+	lowEntropy = 5.8
 	// storedEntropy: at or above it Huffman coding could save at most 1.3%,
 	// so an incompressible block is stored rather than Huffman-coded.
 	storedEntropy = 7.9
