@@ -46,14 +46,34 @@ func newGzipSet(level int, count *memberCounts) *gzipSet {
 	return g
 }
 
-// open starts r's gzip member on out, at the level r's sample calls for,
-// capped at the configured level.
-func (g *gzipSet) open(out io.Writer, r *Record) (member, error) {
+// write writes r as one gzip member on out, at the level r's sample calls
+// for (capped at the configured level): body writes the member's content.
+// A member that fails half-way is stopped before write returns, so nothing
+// is written to out after that.
+func (g *gzipSet) write(out io.Writer, r *Record, body func(io.Writer) error) error {
+	m, kind, err := g.open(out, r)
+	if err != nil {
+		return err
+	}
+	if err := body(m); err != nil {
+		g.abort()
+		return err
+	}
+	if err := m.Close(); err != nil {
+		g.abort()
+		return err
+	}
+	g.count[kind].Add(1)
+	return nil
+}
+
+// open starts r's member and says which of memberKinds it is.
+func (g *gzipSet) open(out io.Writer, r *Record) (member, int, error) {
 	v := fullDeflate
 	if g.probe != nil {
 		var err error
 		if v, err = g.probe.judge(r); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if v == fullDeflate && r.BlockLength >= parallelMin && strength(g.level) >= strength(gzip.BestSpeed) {
@@ -61,13 +81,11 @@ func (g *gzipSet) open(out io.Writer, r *Record) (member, error) {
 			g.par = newParallelGzip(g.level)
 		}
 		g.par.Reset(out)
-		g.count[parallelKind].Add(1)
-		return g.par, nil
+		return g.par, parallelKind, nil
 	}
-	g.count[v].Add(1)
 	w := g.writer(g.levelFor(v))
 	w.Reset(out)
-	return w, nil
+	return w, int(v), nil
 }
 
 // abort stops a member that failed half-way. Only the parallel writer has

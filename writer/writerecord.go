@@ -43,19 +43,7 @@ func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	if w.gz == nil {
 		return w.writeParts(wf.out, r)
 	}
-	m, err := w.gz.open(wf.out, r)
-	if err != nil {
-		return err
-	}
-	if err := w.writeParts(m, r); err != nil {
-		w.gz.abort()
-		return err
-	}
-	if err := m.Close(); err != nil {
-		w.gz.abort()
-		return err
-	}
-	return nil
+	return w.gz.write(wf.out, r, func(m io.Writer) error { return w.writeParts(m, r) })
 }
 
 // writeParts writes the record's header, block and end to dst.
