@@ -14,6 +14,7 @@ type metrics struct {
 	writeSeconds prometheus.Histogram
 
 	records      *prometheus.Desc
+	members      *prometheus.Desc
 	bytes        *prometheus.Desc
 	captures     *prometheus.Desc
 	queueLength  *prometheus.Desc
@@ -36,6 +37,7 @@ func newMetrics(p *Pool) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10), // 50µs .. 13s
 		}),
 		records:      d("records_total", "WARC records written, by WARC-Type (warcinfo included).", "type"),
+		members:      d("gzip_members_total", "Gzip members (one per record) by how their block was compressed: level (--gzip-level), huffman (Huffman-only), stored, parallel (--gzip-level on several cores).", "compression"),
 		bytes:        d("bytes_total", "Bytes written to WARC files, after compression."),
 		captures:     d("captures_total", "Captures by outcome: written, failed (block unreadable), dropped (forced shutdown).", "result"),
 		queueLength:  d("queue_length", "Captures waiting in the writer queue."),
@@ -49,7 +51,7 @@ func newMetrics(p *Pool) *metrics {
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.writeSeconds.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.records, m.bytes, m.captures, m.queueLength, m.queueCap,
+	for _, d := range []*prometheus.Desc{m.records, m.members, m.bytes, m.captures, m.queueLength, m.queueCap,
 		m.queueFullFor, m.filesOpen, m.filesClosed, m.writeErrors} {
 		ch <- d
 	}
@@ -66,6 +68,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i, t := range recordTypes {
 		counter(m.records, st.records[i].Load(), t)
+	}
+	for i, k := range memberKinds {
+		counter(m.members, st.members[i].Load(), k)
 	}
 	counter(m.bytes, st.bytes.Load())
 	counter(m.captures, st.capturesWritten.Load(), "written")

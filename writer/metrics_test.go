@@ -14,7 +14,7 @@ import (
 // consistency checks and the linter, and count what was written.
 func TestMetricsPedantic(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	p, err := New(Options{Dir: t.TempDir(), Workers: 2, Registerer: reg}, nil)
+	p, err := New(Options{Dir: t.TempDir(), Workers: 2, Gzip: true, Registerer: reg}, nil)
 	require.NoError(t, err)
 	block := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	for range 3 {
@@ -48,6 +48,7 @@ func TestMetricsPedantic(t *testing.T) {
 	}
 	require.Equal(t, 3.0, values["warcproxy_writer_records_total/response"])
 	require.Equal(t, 3.0, values["warcproxy_writer_captures_total/written"])
+	require.Equal(t, 3.0+values["warcproxy_writer_files_closed_total"], values["warcproxy_writer_gzip_members_total/level"], "small blocks and warcinfo records get the configured level")
 	require.Equal(t, 3.0, values["warcproxy_writer_write_duration_seconds"])
 	require.Equal(t, float64(p.Stats().BytesWritten), values["warcproxy_writer_bytes_total"])
 	require.Equal(t, values["warcproxy_writer_files_closed_total"], values["warcproxy_writer_records_total/warcinfo"], "one warcinfo per file")

@@ -365,6 +365,7 @@ type counters struct {
 	capturesDropped atomic.Uint64
 	capturesFailed  atomic.Uint64
 	records         [len(recordTypes)]atomic.Uint64
+	members         memberCounts
 	bytes           atomic.Uint64
 	filesOpen       atomic.Int64
 	filesClosed     atomic.Uint64

@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 const copySize = 64 << 10 // per worker, for reading blocks
@@ -31,10 +28,10 @@ type worker struct {
 	// the queue, so that the queue keeps bounding what is held.
 	retrying bool
 
-	gz   *gzip.Writer // reused for every gzip member; nil without Gzip
-	hdr  []byte       // reused header buffer
-	cbuf []byte       // reused copy buffer
-	hash hash.Hash    // reused for digests the pool computes
+	gz   *gzipSet  // gzip writers reused for every member; nil without Gzip
+	hdr  []byte    // reused header buffer
+	cbuf []byte    // reused copy buffer
+	hash hash.Hash // reused for digests the pool computes
 	sum  []byte
 
 	idle      *time.Timer // idle rollover; nil if RolloverIdle is 0
@@ -55,7 +52,7 @@ func newWorker(p *Pool, id int) *worker {
 		hash:  p.opts.Digest.New(),
 	}
 	if p.opts.Gzip {
-		w.gz, _ = gzip.NewWriterLevel(io.Discard, p.opts.GzipLevel) // level checked in New
+		w.gz = newGzipSet(p.opts.GzipLevel, &p.stats.members)
 	}
 	if p.opts.RolloverIdle > 0 {
 		w.idle = time.NewTimer(p.opts.RolloverIdle)

@@ -16,7 +16,8 @@ type readError struct{ err error }
 func (e *readError) Error() string { return "reading block: " + e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
-// writeRecord appends one record to wf: one gzip member when Gzip. It fills
+// writeRecord appends one record to wf: one gzip member when Gzip, at the
+// level its block calls for (gzipSet.open). It fills
 // in the record's ID, Date and BlockDigest if they are empty.
 func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	if r.ID == "" {
@@ -39,24 +40,22 @@ func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	}
 	w.hdr = appendHeader(w.hdr[:0], header{version: w.p.opts.WARCVersion, warcinfoID: wf.warcinfoID}, r)
 
-	var dst io.Writer = wf.out
-	if w.gz != nil {
-		w.gz.Reset(wf.out)
-		dst = w.gz
+	if w.gz == nil {
+		return w.writeParts(wf.out, r)
 	}
+	return w.gz.write(wf.out, r, func(m io.Writer) error { return w.writeParts(m, r) })
+}
+
+// writeParts writes the record's header, block and end to dst.
+func (w *worker) writeParts(dst io.Writer, r *Record) error {
 	if _, err := dst.Write(w.hdr); err != nil {
 		return err
 	}
 	if err := w.copyBlock(dst, r); err != nil {
 		return err
 	}
-	if _, err := dst.Write(recordEnd); err != nil {
-		return err
-	}
-	if w.gz != nil {
-		return w.gz.Close()
-	}
-	return nil
+	_, err := dst.Write(recordEnd)
+	return err
 }
 
 // copyBlock copies the record's block to dst through the worker's buffer.

@@ -81,6 +81,9 @@ func runProxyCase(ctx context.Context, cfg *SweepConfig, out string, caseNo int,
 	if sec := (res.Elapsed + drain).Seconds(); sec > 0 {
 		r.WARCMBps = float64(warcBytes) / sec / 1e6
 	}
+	if r.URLs > 0 {
+		r.WARCKBPerURL = float64(warcBytes) / float64(r.URLs) / 1e3
+	}
 	r.Records = records
 	var notes []string
 	if exitErr != nil {

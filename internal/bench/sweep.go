@@ -113,18 +113,19 @@ func (c *SweepConfig) proxyCases() int {
 
 // SweepRow is one case's measurements.
 type SweepRow struct {
-	Setting    string
-	Kind       string // KindDirect, KindNoWARC, KindProxy
-	URLs       int64  // successful requests
-	Requests   int64
-	URLsPerSec float64
-	MBPerSec   float64 // body bytes, 10^6
-	WARCMBps   float64 // WARC file bytes / (load + drain), 10^6; proxy rows
-	P50, P99   float64 // ms
-	CPUSec     float64 // proxy user+system CPU; proxy rows
-	PeakRSSMB  float64 // proxy VmHWM, 2^20; proxy rows
-	DrainSec   float64 // SIGTERM to exit; proxy rows
-	Records    int64   // response (and revisit) records found; KindProxy
+	Setting      string
+	Kind         string // KindDirect, KindNoWARC, KindProxy
+	URLs         int64  // successful requests
+	Requests     int64
+	URLsPerSec   float64
+	MBPerSec     float64 // body bytes, 10^6
+	WARCMBps     float64 // WARC file bytes / (load + drain), 10^6; proxy rows
+	WARCKBPerURL float64 // WARC file bytes / URLs, 10^3: what compression left on disk; proxy rows
+	P50, P99     float64 // ms
+	CPUSec       float64 // proxy user+system CPU; proxy rows
+	PeakRSSMB    float64 // proxy VmHWM, 2^20; proxy rows
+	DrainSec     float64 // SIGTERM to exit; proxy rows
+	Records      int64   // response (and revisit) records found; KindProxy
 	// RecordsOK is "true" or "false" for KindProxy rows, "-" otherwise.
 	RecordsOK string
 	Note      string // why a check failed

@@ -11,7 +11,7 @@ import (
 // SweepColumns are the columns of the sweep table and CSV.
 var SweepColumns = []string{
 	"setting", "URLs", "URLs/s", "MB/s", "WARC MB/s", "p50 ms", "p99 ms",
-	"proxy CPU s", "peak RSS MB", "drain s", "records ok",
+	"proxy CPU s", "peak RSS MB", "drain s", "records ok", "WARC KB/URL",
 }
 
 // cells formats a row; proxy-only figures are "-" on direct rows.
@@ -23,14 +23,14 @@ func (r SweepRow) cells() []string {
 		}
 		return s
 	}
-	warc := "-"
+	warc, perURL := "-", "-"
 	if r.Kind == KindProxy {
-		warc = f(r.WARCMBps, 1)
+		warc, perURL = f(r.WARCMBps, 1), f(r.WARCKBPerURL, 1)
 	}
 	return []string{
 		r.Setting, strconv.FormatInt(r.URLs, 10), f(r.URLsPerSec, 0), f(r.MBPerSec, 1), warc,
 		f(r.P50, 2), f(r.P99, 2), proxyOnly(f(r.CPUSec, 2)), proxyOnly(f(r.PeakRSSMB, 0)),
-		proxyOnly(f(r.DrainSec, 2)), r.RecordsOK,
+		proxyOnly(f(r.DrainSec, 2)), r.RecordsOK, perURL,
 	}
 }
 
