@@ -275,10 +275,14 @@ func streamOrigin(size int64) (*httptest.Server, []byte) {
 	return srv, block
 }
 
-// TestLargeBodyFlatMemory streams 50 MB through the proxy; the heap stays
-// far below the body size (a leak check, not a timing).
+// TestLargeBodyFlatMemory streams 200 MB through the proxy; the heap stays
+// far below the body size (a leak check, not a timing). The body is
+// compressible, so its record is compressed on several cores, whose 1 MiB
+// blocks come from pools: about 35 MiB of heap at the peak, whatever the
+// size, but twice that under the race detector, which drops pooled items
+// on purpose.
 func TestLargeBodyFlatMemory(t *testing.T) {
-	const size = 50 << 20
+	const size = 200 << 20
 	origin, _ := streamOrigin(size)
 	defer origin.Close()
 	// Dedup off: both bodies are the same, and both must be written whole.
@@ -315,7 +319,7 @@ func TestLargeBodyFlatMemory(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("peak heap in use: %.1f MiB", float64(peak.Load())/(1<<20))
-	require.Less(t, peak.Load(), uint64(48<<20), "heap must not grow with the body size")
+	require.Less(t, peak.Load(), uint64(size/2), "heap must not grow with the body size")
 
 	recs := warccheck.Dir(t, p.Dir)
 	res := byType(t, recs, "response")
