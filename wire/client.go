@@ -80,7 +80,7 @@ type Options struct {
 
 // NewClient returns a client with an empty connection pool.
 func NewClient(o Options) *Client {
-	socketTimeout, verifyTLS, denyPrivate, self := o.SocketTimeout, o.VerifyTLS, o.DenyPrivateTargets, o.Vet
+	socketTimeout, verifyTLS := o.SocketTimeout, o.VerifyTLS
 	suites := []uint16{}
 	for _, s := range tls.CipherSuites() {
 		suites = append(suites, s.ID)
@@ -93,37 +93,18 @@ func NewClient(o Options) *Client {
 	}
 	dialer := net.Dialer{Timeout: socketTimeout, KeepAlive: 30 * time.Second}
 	routeDialer := dialer
-	routeDialer.Control = func(_, address string, _ syscall.RawConn) error {
-		if self != nil {
-			return self(address)
-		}
-		return nil
-	}
-	// Checked on the address actually dialed, after name resolution, so a
-	// name that resolves (or rebinds) to a refused address is caught too.
-	dialer.Control = func(_, address string, _ syscall.RawConn) error {
-		if self != nil {
-			if err := self(address); err != nil {
-				return err
-			}
-		}
-		if denyPrivate {
-			return checkTarget(address)
-		}
-		return nil
-	}
 	main, tor := newRoutes(o)
 	renegotiation := tls.RenegotiateNever
 	if o.AllowRenegotiation {
 		renegotiation = tls.RenegotiateFreelyAsClient
 	}
-	return &Client{
+	u := &Client{
 		dialer:        dialer,
 		routeDialer:   routeDialer,
 		route:         main,
 		tor:           tor,
-		denyPrivate:   denyPrivate,
-		vet:           self,
+		denyPrivate:   o.DenyPrivateTargets,
+		vet:           o.Vet,
 		socketTimeout: socketTimeout,
 		tlsConfig: &tls.Config{
 			Renegotiation:      renegotiation,
@@ -135,6 +116,17 @@ func NewClient(o Options) *Client {
 		},
 		idle: make(map[string][]*Conn),
 	}
+	// Checked on the address actually dialed, after name resolution, so a
+	// name that resolves (or rebinds) to a refused address is caught too.
+	u.dialer.Control = func(_, address string, _ syscall.RawConn) error { return u.vetTarget(address) }
+	// A route's own address may be private: the operator chose it.
+	u.routeDialer.Control = func(_, address string, _ syscall.RawConn) error {
+		if u.vet != nil {
+			return u.vet(address)
+		}
+		return nil
+	}
+	return u
 }
 
 // DialTCP opens a connection to hostport, bounded by the socket timeout:

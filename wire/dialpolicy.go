@@ -45,7 +45,7 @@ func (u *Client) checkRouted(ctx context.Context, rt *route, hostport string) er
 		return err
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return u.vetTarget(netip.AddrPortFrom(ip, 0).Addr().String(), port)
+		return u.vetTarget(net.JoinHostPort(ip.String(), port))
 	}
 	if !u.denyPrivate || rt.kind == RouteTor || isOnion(hostport) {
 		return nil
@@ -55,7 +55,7 @@ func (u *Client) checkRouted(ctx context.Context, rt *route, hostport string) er
 		return nil // not resolvable here: the route's business
 	}
 	for _, ip := range ips {
-		if err := u.vetTarget(ip.String(), port); err != nil {
+		if err := u.vetTarget(net.JoinHostPort(ip.String(), port)); err != nil {
 			return err
 		}
 	}
@@ -63,9 +63,9 @@ func (u *Client) checkRouted(ctx context.Context, rt *route, hostport string) er
 }
 
 // vetTarget applies the proxy's own check (not itself) and, with
-// --deny-private-targets, the private-address check to one target address.
-func (u *Client) vetTarget(ip, port string) error {
-	address := net.JoinHostPort(ip, port)
+// --deny-private-targets, the private-address check to one target address
+// (ip:port): on the address dialed directly, or before a route dials.
+func (u *Client) vetTarget(address string) error {
 	if u.vet != nil {
 		if err := u.vet(address); err != nil {
 			return err
