@@ -133,9 +133,11 @@ type RouteError struct {
 }
 
 func (e *RouteError) Error() string {
-	name := map[string]string{RouteSOCKS: "socks proxy", RouteTor: "tor socks proxy", RouteParent: "upstream proxy"}[e.Route]
-	return name + " " + e.Addr + ": " + e.Err.Error()
+	return routeNames[e.Route] + " " + e.Addr + ": " + e.Err.Error()
 }
+
+// routeNames are the routes as messages name them.
+var routeNames = map[string]string{RouteSOCKS: "socks proxy", RouteTor: "tor socks proxy", RouteParent: "upstream proxy"}
 
 func (e *RouteError) Unwrap() error { return e.Err }
 
