@@ -77,13 +77,28 @@ func get(client *http.Client, u, meta string) bool {
 
 // openFiles lists the WARC files under dir still named .open, with sizes.
 func openFiles(t *testing.T, dir string) map[string]int64 {
+	return filesNamed(t, dir, func(name string) bool {
+		return strings.HasSuffix(name, ".open") && strings.Contains(name, ".warc")
+	})
+}
+
+// warcFiles lists the WARC files under dir by their final names
+// (*.warc.gz, *.warc), with sizes.
+func warcFiles(t *testing.T, dir string) map[string]int64 {
+	return filesNamed(t, dir, func(name string) bool {
+		return strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc")
+	})
+}
+
+// filesNamed lists the files under dir whose names match, with sizes.
+func filesNamed(t *testing.T, dir string, match func(name string) bool) map[string]int64 {
 	t.Helper()
 	files := map[string]int64{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".open") && strings.Contains(d.Name(), ".warc") {
+		if !d.IsDir() && match(d.Name()) {
 			info, err := d.Info()
 			if err != nil {
 				return err
@@ -283,28 +298,6 @@ func TestSecondInstanceLeavesLiveFilesAlone(t *testing.T) {
 	for i := range 10 {
 		require.True(t, archived[fmt.Sprintf("%s/a/%d", origin.URL, i)], "capture %d", i)
 	}
-}
-
-// warcFiles lists the WARC files under dir by their final names
-// (*.warc.gz, *.warc), with sizes.
-func warcFiles(t *testing.T, dir string) map[string]int64 {
-	t.Helper()
-	files := map[string]int64{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(d.Name(), ".warc.gz") || strings.HasSuffix(d.Name(), ".warc")) {
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			files[path] = info.Size()
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	return files
 }
 
 // TestKill9RecoveryNoOpenSuffix: with --no-warc-open-suffix the files are
