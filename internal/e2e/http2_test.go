@@ -3,13 +3,11 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,15 +25,12 @@ import (
 
 // h2Client is a Go client that speaks HTTP/2 to the proxy inside its
 // CONNECT tunnels, and counts the connections it opens to the proxy.
-func h2Client(p *proxytest.Proxy, origin *httptest.Server, dials *atomic.Int64, strict bool) *http.Client {
-	roots := p.CAPool.Clone()
-	roots.AddCert(origin.Certificate())
+func h2Client(p *proxytest.Proxy, dials *atomic.Int64) *http.Client {
 	d := net.Dialer{}
 	tr := &http.Transport{
 		Proxy:             http.ProxyURL(p.URL),
-		TLSClientConfig:   &tls.Config{RootCAs: roots},
+		TLSClientConfig:   &tls.Config{RootCAs: p.CAPool},
 		ForceAttemptHTTP2: true,
-		HTTP2:             &http.HTTP2Config{StrictMaxConcurrentRequests: strict},
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials.Add(1)
 			return d.DialContext(ctx, network, addr)
@@ -44,30 +39,17 @@ func h2Client(p *proxytest.Proxy, origin *httptest.Server, dials *atomic.Int64, 
 	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
 }
 
-// curlH2 runs curl through the proxy with the proxy's CA and the origin's
-// certificate trusted, and returns its output.
-func curlH2(t *testing.T, p *proxytest.Proxy, origin *httptest.Server, args ...string) string {
+// curlH2 runs curl through the proxy, trusting the proxy's CA (curl sees
+// only the proxy's certificates), and returns its output.
+func curlH2(t *testing.T, p *proxytest.Proxy, args ...string) string {
 	t.Helper()
 	curl := needTool(t, "curl", "curl")
-	ca := writeBundle(t, p, origin)
-	cmd := exec.Command(curl, append([]string{"-sS", "--no-progress-meter", "-x", p.URL.String(), "--cacert", ca}, args...)...)
+	cmd := exec.Command(curl, append([]string{"-sS", "--no-progress-meter", "-x", p.URL.String(), "--cacert", p.App.CACertFile()}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "curl: %s%s", out, stderr.String())
 	return string(out)
-}
-
-// writeBundle writes the proxy's CA certificate and the origin's into one
-// PEM file for curl --cacert.
-func writeBundle(t *testing.T, p *proxytest.Proxy, origin *httptest.Server) string {
-	t.Helper()
-	ca, err := os.ReadFile(p.App.CACertFile())
-	require.NoError(t, err)
-	ca = append(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: origin.Certificate().Raw})...)
-	path := filepath.Join(t.TempDir(), "bundle.pem")
-	require.NoError(t, os.WriteFile(path, ca, 0o644))
-	return path
 }
 
 // TestHTTP2ManyStreamsOneTunnel: curl --http2 --parallel sends 40 requests
@@ -82,7 +64,7 @@ func TestHTTP2ManyStreamsOneTunnel(t *testing.T) {
 	for i := range 40 {
 		args = append(args, "-o", "/dev/null", fmt.Sprintf("%s/s%d?x=%d", origin.URL, i, i))
 	}
-	out := curlH2(t, p, origin, args...)
+	out := curlH2(t, p, args...)
 	connects := 0
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 40, out)
@@ -118,7 +100,7 @@ func TestHTTP2GoClient(t *testing.T) {
 	defer origin.Close()
 	p := proxytest.Start(t, nil)
 	var dials atomic.Int64
-	c := h2Client(p, origin, &dials, false)
+	c := h2Client(p, &dials)
 	for _, prefix := range []string{"alpha", "beta"} {
 		req, err := http.NewRequest(http.MethodPost, origin.URL+"/"+prefix, strings.NewReader("payload-"+prefix))
 		require.NoError(t, err)
@@ -208,7 +190,7 @@ func TestHTTP2StreamsIndependent(t *testing.T) {
 	origin := newHoldOrigin(t)
 	p := proxytest.Start(t, nil)
 	var dials atomic.Int64
-	c := h2Client(p, origin.Server, &dials, false)
+	c := h2Client(p, &dials)
 	get := func(ctx context.Context, path string) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, origin.URL+path, nil)
 		return c.Do(req)
@@ -258,7 +240,7 @@ func TestHTTP2StreamCap(t *testing.T) {
 	origin := newHoldOrigin(t)
 	p := proxytest.Start(t, func(c *config.Config) { c.HTTP2MaxStreams = 2 })
 	var dials atomic.Int64
-	c := h2Client(p, origin.Server, &dials, false)
+	c := h2Client(p, &dials)
 	// One request first: Go's client dials a connection per request until
 	// it knows the proxy speaks HTTP/2.
 	resp, err := c.Get(origin.URL + "/first")
@@ -298,7 +280,7 @@ func TestHTTP2HeaderLimit(t *testing.T) {
 	for i := range 40 {
 		args = append(args, "-H", fmt.Sprintf("X-Big-%d: %s", i, strings.Repeat("b", 200)))
 	}
-	out := curlH2(t, p, origin.Server, args...)
+	out := curlH2(t, p, args...)
 	require.Equal(t, "2 431", out)
 	require.Zero(t, origin.received.Load(), "the request was not forwarded")
 }
@@ -320,7 +302,7 @@ func TestClientALPN(t *testing.T) {
 		{false, "--http2", "1.1 200"},
 	} {
 		p := proxytest.Start(t, func(c *config.Config) { c.HTTP2 = tc.http2 })
-		out := curlH2(t, p, origin, tc.flag, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", origin.URL+"/alpn")
+		out := curlH2(t, p, tc.flag, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", origin.URL+"/alpn")
 		if out == "1 200" {
 			out = "1.0 200" // curl 7.88 writes HTTP/1.0 as "1"
 		}
