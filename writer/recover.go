@@ -221,36 +221,12 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 		logger.Error("crash recovery: "+msg+"; file left as it is", "file", path, "err", err)
 		return recoverResult{outcome: outcomeFailed}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Closed by its live writer, or by another recovery, since the
-		// directory was listed.
-		logger.Debug("crash recovery: open warc file gone meanwhile", "file", path)
-		return recoverResult{outcome: outcomeSkipped}
-	}
-	if err != nil {
-		return failed("cannot open warc file", err)
+	f, fi, early := openLocked(path, logger, failed)
+	if f == nil {
+		return early
 	}
 	defer f.Close() // also releases the flock, after the rename
 
-	if err := lockFile(f); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			logger.Info("crash recovery: warc file left alone, a live process holds its lock", "file", path)
-			return recoverResult{outcome: outcomeSkipped}
-		}
-		return failed("cannot lock warc file", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return failed("cannot stat warc file", err)
-	}
-	// The lock is on what was opened: make sure that is still the file
-	// the name points to (another recovery may have renamed it between
-	// our open and our lock) and a regular file.
-	if li, err := os.Lstat(path); err != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular() {
-		logger.Debug("crash recovery: open warc file replaced or gone meanwhile", "file", path)
-		return recoverResult{outcome: outcomeSkipped}
-	}
 	size := fi.Size()
 	codec := warcscan.ForName(strings.TrimSuffix(path, openSuffix))
 	if !openNamed {
@@ -275,20 +251,8 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 	if stop != nil {
 		reason = stop.Error()
 	}
-
 	if records == 0 {
-		if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {
-			// A writer that lost the race for the lock of the file it
-			// had just made removes it itself.
-			logger.Debug("crash recovery: open warc file gone meanwhile", "file", path)
-			return recoverResult{outcome: outcomeSkipped}
-		} else if err != nil {
-			return failed("cannot remove warc file without a whole record", err)
-		}
-		syncDir(filepath.Dir(path))
-		logger.Warn("crash recovery: removed warc file without a whole record", "file", path,
-			"bytes_cut", res.Cut, "reason", reason)
-		return recoverResult{outcome: outcomeRemoved, file: res}
+		return removeEmpty(res, reason, logger, failed)
 	}
 	if end < size {
 		if err := f.Truncate(end); err != nil {
@@ -316,6 +280,61 @@ func recoverFile(path string, logger *slog.Logger) recoverResult {
 	}
 	logger.Warn("crash recovery: recovered warc file", args...)
 	return recoverResult{outcome: outcomeRecovered, file: res}
+}
+
+// openLocked opens the file at path for recovery and takes its lock. It
+// returns a nil file, and the result to report, when the file is gone,
+// locked by a live process, replaced meanwhile, or cannot be opened.
+func openLocked(path string, logger *slog.Logger, failed func(string, error) recoverResult) (*os.File, fs.FileInfo, recoverResult) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Closed by its live writer, or by another recovery, since the
+		// directory was listed.
+		logger.Debug("crash recovery: open warc file gone meanwhile", "file", path)
+		return nil, nil, recoverResult{outcome: outcomeSkipped}
+	}
+	if err != nil {
+		return nil, nil, failed("cannot open warc file", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			logger.Info("crash recovery: warc file left alone, a live process holds its lock", "file", path)
+			return nil, nil, recoverResult{outcome: outcomeSkipped}
+		}
+		return nil, nil, failed("cannot lock warc file", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, failed("cannot stat warc file", err)
+	}
+	// The lock is on what was opened: make sure that is still the file
+	// the name points to (another recovery may have renamed it between
+	// our open and our lock) and a regular file.
+	if li, err := os.Lstat(path); err != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular() {
+		f.Close()
+		logger.Debug("crash recovery: open warc file replaced or gone meanwhile", "file", path)
+		return nil, nil, recoverResult{outcome: outcomeSkipped}
+	}
+	return f, fi, recoverResult{}
+}
+
+// removeEmpty removes a file in which no whole record was found.
+func removeEmpty(res RecoveredFile, reason string, logger *slog.Logger, failed func(string, error) recoverResult) recoverResult {
+	path := res.Path
+	if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {
+		// A writer that lost the race for the lock of the file it
+		// had just made removes it itself.
+		logger.Debug("crash recovery: open warc file gone meanwhile", "file", path)
+		return recoverResult{outcome: outcomeSkipped}
+	} else if err != nil {
+		return failed("cannot remove warc file without a whole record", err)
+	}
+	syncDir(filepath.Dir(path))
+	logger.Warn("crash recovery: removed warc file without a whole record", "file", path,
+		"bytes_cut", res.Cut, "reason", reason)
+	return recoverResult{outcome: outcomeRemoved, file: res}
 }
 
 // renameNoReplace gives the open file at path (described by fi) its
