@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -238,21 +240,6 @@ func TestRecoverLongHeaderLine(t *testing.T) {
 	}
 }
 
-// failingReader returns its data, then err.
-type failingReader struct {
-	data []byte
-	err  error
-}
-
-func (r *failingReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, r.err
-	}
-	n := copy(p, r.data)
-	r.data = r.data[n:]
-	return n, nil
-}
-
 // TestRecoverReadError: a read error is not the end of the data: the scan
 // fails, so that a file on a failing disk is never cut.
 func TestRecoverReadError(t *testing.T) {
@@ -260,7 +247,7 @@ func TestRecoverReadError(t *testing.T) {
 		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
 			s := writeSample(t, gz, "http://example.org/", 100, 5000)
 			for _, at := range []int64{0, s.ends[0], s.ends[1] + 7, s.ends[4] - 1} {
-				_, _, _, err := scanWARC(&failingReader{data: s.data[:at], err: syscall.EIO}, gz)
+				_, _, _, err := scanWARC(io.MultiReader(bytes.NewReader(s.data[:at]), iotest.ErrReader(syscall.EIO)), gz)
 				require.ErrorIs(t, err, syscall.EIO, "error at %d", at)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -226,28 +227,13 @@ func TestForName(t *testing.T) {
 	}
 }
 
-// failingReader returns its data, then err.
-type failingReader struct {
-	data []byte
-	err  error
-}
-
-func (r *failingReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, r.err
-	}
-	n := copy(p, r.data)
-	r.data = r.data[n:]
-	return n, nil
-}
-
 // TestScannerReadError: a read error of the file ends the scan as itself,
 // not as ErrNotWhole, wherever it happens.
 func TestScannerReadError(t *testing.T) {
 	for _, c := range []Codec{Gzip, None} {
 		f := makeFile(t, c, warcRecord("warcinfo", "", "x"), warcRecord("resource", "", strings.Repeat("y", 5000)))
 		for _, at := range []int64{0, 1, f.ends[0], f.ends[0] + 30, f.ends[1] - 1} {
-			got := scanAll(&failingReader{data: f.data[:at], err: syscall.EIO}, Options{Codec: c})
+			got := scanAll(io.MultiReader(bytes.NewReader(f.data[:at]), iotest.ErrReader(syscall.EIO)), Options{Codec: c})
 			require.ErrorIs(t, got.err, syscall.EIO, "%s: error at %d", c.Name(), at)
 			require.NotErrorIs(t, got.err, ErrNotWhole)
 		}
