@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/stats"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/wire"
@@ -76,7 +77,7 @@ func (s *Stage) Open(ex *Exchange) {
 	if ex.archive || s.opts.CrawlLog != nil {
 		// The crawl log names the payload digest of what is not archived
 		// too, as warcprox's does.
-		ex.Payload.H = s.opts.Digest.New()
+		ex.Payload.H = digest.NewAsync(s.opts.Digest.New()) // hashes a huge body on a spare core
 	}
 }
 

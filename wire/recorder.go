@@ -23,9 +23,10 @@ type Recorder struct {
 	err error
 }
 
-// NewRecorder spools into a new buffer of s, hashing with alg.
+// NewRecorder spools into a new buffer of s, hashing with alg (off this
+// goroutine once the recording is large: digest.Async).
 func NewRecorder(s *spool.Spooler, alg digest.Algorithm) *Recorder {
-	return &Recorder{buf: s.NewBuffer(), alg: alg, h: alg.New()}
+	return &Recorder{buf: s.NewBuffer(), alg: alg, h: digest.NewAsync(alg.New())}
 }
 
 func (r *Recorder) Write(p []byte) (int, error) {
