@@ -14,13 +14,15 @@ type member interface {
 }
 
 // gzipSet is a worker's gzip writers: one per level in use (at most the
-// stored, Huffman-only and configured ones), each created when first needed
-// and reset for every record, plus the parallel writer for huge blocks.
+// Huffman-only and configured ones), each created when first needed and
+// reset for every record, the stored writer, and the parallel writer for
+// huge blocks.
 type gzipSet struct {
 	level int // the configured level: a record never gets a stronger one
 	probe *probe
 	byLvl []levelWriter
 	par   *parallelGzip // nil until a huge compressible block comes
+	store storedGzip    // for incompressible blocks (and --gzip-level 0)
 	count *memberCounts
 }
 
@@ -83,7 +85,12 @@ func (g *gzipSet) open(out io.Writer, r *Record) (member, int, error) {
 		g.par.Reset(out)
 		return g.par, parallelKind, nil
 	}
-	w := g.writer(g.levelFor(v))
+	level := g.levelFor(v)
+	if level == gzip.NoCompression {
+		g.store.Reset(out)
+		return &g.store, int(v), nil
+	}
+	w := g.writer(level)
 	w.Reset(out)
 	return w, int(v), nil
 }
