@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,9 +41,13 @@ func TestReplayWebPage(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		archive func(t *testing.T) string
+		// The point of a WACZ: its WARCs are stored, not deflated, in the
+		// zip, so a replay tool reads just the index and the records it
+		// needs, by range, however large the file.
+		readsByRange bool
 	}{
-		{"warc.gz", func(*testing.T) string { return warc }},
-		{"wacz", func(t *testing.T) string { return packWACZ(t, warc) }},
+		{"warc.gz", func(*testing.T) string { return warc }, false},
+		{"wacz", func(t *testing.T) string { return packWACZ(t, warc) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			archive := tc.archive(t)
@@ -54,6 +59,9 @@ func TestReplayWebPage(t *testing.T) {
 				name:    tc.name,
 			})
 			site.checkReplay(t, rep)
+			if tc.readsByRange {
+				checkRangeReads(t, rep.Served, "/archive/"+filepath.Base(archive))
+			}
 		})
 	}
 }
@@ -219,5 +227,29 @@ func (s *replaySite) checkReplay(t *testing.T, rep replayReport) {
 	}
 	if len(rep.OffHost) > 0 {
 		t.Errorf("the replay asked for URLs off 127.0.0.1: %q", rep.OffHost)
+	}
+}
+
+// boundedRange matches a Range header asking for a bounded piece of a
+// file: bytes a to b, or the last n bytes.
+var boundedRange = regexp.MustCompile(`^bytes=(\d+-\d+|-\d+)$`)
+
+// checkRangeReads checks that the replay read path only in bounded pieces,
+// never whole; served is replayReport.Served.
+func checkRangeReads(t *testing.T, served []string, path string) {
+	t.Helper()
+	gets := 0
+	for _, line := range served {
+		f := strings.Fields(line) // method, path, status[, range]
+		if len(f) < 3 || f[0] != http.MethodGet || f[1] != path {
+			continue
+		}
+		gets++
+		if len(f) != 4 || f[2] != "206" || !boundedRange.MatchString(f[3]) {
+			t.Errorf("%s: %q is not a read of a bounded range", path, line)
+		}
+	}
+	if gets < 2 {
+		t.Errorf("%s was read %d times, want its index and records read by range: %q", path, gets, served)
 	}
 }

@@ -88,6 +88,10 @@ type replayReport struct {
 	OffHost   []string `json:"offHost"`
 	Console   []string `json:"console"`
 	ElapsedMs int64    `json:"elapsedMs"`
+
+	// Served is what the static server answered, in order: "GET /x 200",
+	// "GET /y 206 bytes=0-99".
+	Served []string `json:"-"`
 }
 
 // screenshotDirEnv names a directory where each replay also leaves a
@@ -100,7 +104,7 @@ const screenshotDirEnv = "WARCPROXY_TEST_REPLAY_SCREENSHOTS"
 // replay.mjs against it and returns what it saw.
 func (r *replayWeb) replay(t *testing.T, chromium string, run replayRun) replayReport {
 	t.Helper()
-	site, requests := r.serve(t, run)
+	site, served := r.serve(t, run)
 	args := []string{r.script,
 		"--chromium", chromium,
 		"--embed", site + "/",
@@ -125,7 +129,8 @@ func (r *replayWeb) replay(t *testing.T, chromium string, run replayRun) replayR
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("reading replay.mjs output: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	t.Logf("static server answered: %s", strings.Join(requests(), ", "))
+	rep.Served = served()
+	t.Logf("static server answered: %s", strings.Join(rep.Served, ", "))
 	return rep
 }
 
@@ -134,7 +139,7 @@ func (r *replayWeb) replay(t *testing.T, chromium string, run replayRun) replayR
 // /replay/, where the app's own frame looks for ui.js too; the archive
 // under /archive/) and serves it with net/http's file server,
 // which answers range requests. It returns the server's URL and what it
-// has answered so far ("GET /x 200", "GET /y 206 bytes=0-99").
+// has answered so far (replayReport.Served).
 func (r *replayWeb) serve(t *testing.T, run replayRun) (string, func() []string) {
 	t.Helper()
 	root := t.TempDir()

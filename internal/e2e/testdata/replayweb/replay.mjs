@@ -11,7 +11,8 @@
 //                 redirect the archive holds)
 //   --wait-for    text the replayed page's body must contain before the
 //                 report is taken (e.g. what a script writes into the DOM)
-//   --screenshot  also save a PNG of the whole embedding page there
+//   --screenshot  also save a PNG of the whole embedding page there, with
+//                 the app's list of pages open beside the replay
 //
 // ReplayWeb.page nests its replay: the embedding page's <replay-web-page>
 // holds, in its shadow DOM, an iframe with the app, whose own shadow DOM
@@ -204,6 +205,11 @@ async function main() {
     });
     await page.goto(opts.embed, { waitUntil: "load", timeout: opts.timeout });
     await serviceWorkerActive(page, deadline);
+    if (opts.screenshot) {
+      // The picture shows the app's pages list beside the replay: the app
+      // keeps that choice in the origin's localStorage, read at its start.
+      await page.evaluate(() => localStorage.setItem("pages:showSidebar", "1"));
+    }
     await page.reload({ waitUntil: "load", timeout: Math.max(1, deadline - Date.now()) });
     const { frame, last } = await waitForReplay(page, opts.target, opts["wait-for"], deadline);
     if (opts.screenshot) {
