@@ -133,15 +133,19 @@ function inspect(frame) {
 // A returning visitor has the worker from the start: after this the page
 // is loaded again, as that visitor.
 async function serviceWorkerActive(page, deadline) {
-  await page.waitForFunction(
-    async () => {
-      const embed = document.querySelector("replay-web-page");
-      const scope = new URL(embed.getAttribute("replaybase") || "./replay/", location.href).href;
-      const reg = await navigator.serviceWorker.getRegistration(scope);
-      return Boolean(reg && reg.active && reg.active.state === "activated");
-    },
-    { polling: 100, timeout: Math.max(1, deadline - Date.now()) },
-  );
+  await page
+    .waitForFunction(
+      async () => {
+        const embed = document.querySelector("replay-web-page");
+        const scope = new URL(embed.getAttribute("replaybase") || "./replay/", location.href).href;
+        const reg = await navigator.serviceWorker.getRegistration(scope);
+        return Boolean(reg && reg.active && reg.active.state === "activated");
+      },
+      { polling: 100, timeout: Math.max(1, deadline - Date.now()) },
+    )
+    .catch((e) => {
+      throw new Error(`ReplayWeb.page's service worker never became active: ${e.message}`);
+    });
 }
 
 // describeFrame is a frame's URL and the start of its document, for the
