@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,6 +120,12 @@ func (r *replayWeb) replay(t *testing.T, chromium string, run replayRun) replayR
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.node, args...)
 	cmd.Dir = filepath.Dir(r.script)
+	// The browser's profile goes under the test's own temp directory.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	// puppeteer's Chromium and its renderers are node's children: on a
+	// timeout the whole process group goes, not only node.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
