@@ -181,10 +181,7 @@ func trustCA(t *testing.T, certutil, home, caFile string) {
 // CA, and checks that every exchange the origin answered is in the WARCs,
 // which verify and index cleanly for replay.
 func TestChromium(t *testing.T) {
-	// The Debian package's /usr/bin/chromium is a shell wrapper that adds
-	// Google API keys and extensions; the binary itself is used when found.
-	chromium := needTool(t, "chromium", os.Getenv("WARCPROXY_TEST_CHROMIUM"),
-		"/usr/lib/chromium/chromium", "chromium", "chromium-browser")
+	chromium := needChromium(t)
 	certutil := needTool(t, "libnss3-tools", "certutil")
 
 	site := newPage(t)
@@ -201,42 +198,9 @@ func TestChromium(t *testing.T) {
 	home := t.TempDir()
 	trustCA(t, certutil, home, p.App.CACertFile())
 
-	args := append([]string{}, chromiumFlags...)
-	args = append(args,
-		"--user-data-dir="+filepath.Join(home, "profile"),
-		"--proxy-server="+p.URL.String(),
-		"--proxy-bypass-list="+proxyBypass(),
-		"--virtual-time-budget=15000", // run timers and the fetch before dumping
-		"--dump-dom",
-		origin.URL+"/",
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, args...)
-	cmd.Env = []string{
-		"HOME=" + home,
-		"PATH=" + os.Getenv("PATH"),
-		"TMPDIR=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"LANG=C.UTF-8",
-	}
-	// Chromium's zygote and renderers are its children: on a timeout the
-	// whole process group goes, not only the browser process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("chromium ran %v", time.Since(start).Round(time.Millisecond))
-	if err != nil {
-		t.Fatalf("chromium: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	dom := stdout.String()
+	dom, stderr := dumpDOM(t, chromium, home, p.URL.String(), origin.URL+"/")
 	if want := `<p id="result">fetched:` + site.token + `</p>`; !strings.Contains(dom, want) {
-		t.Fatalf("the DOM does not show the fetch result %q:\n%s\nchromium stderr:\n%s", want, dom, stderr.String())
+		t.Fatalf("the DOM does not show the fetch result %q:\n%s\nchromium stderr:\n%s", want, dom, stderr)
 	}
 
 	h2Streams := oneMetric(t, p, "warcproxy_proxy_http2_streams_total")
@@ -268,6 +232,57 @@ func TestChromium(t *testing.T) {
 		}
 	}
 	cdxIndex(t, p.Dir, recs)
+}
+
+// needChromium returns the browser to run, or skips (fails under CI=true).
+// The Debian package's /usr/bin/chromium is a shell wrapper that adds
+// Google API keys and extensions; the binary itself is used when found.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	return needTool(t, "chromium", os.Getenv("WARCPROXY_TEST_CHROMIUM"),
+		"/usr/lib/chromium/chromium", "chromium", "chromium-browser")
+}
+
+// dumpDOM loads url in headless Chromium through the proxy at proxyURL,
+// with home as its $HOME (where trustCA put the NSS database), runs the
+// page's timers and fetches within a virtual-time budget, and returns the
+// DOM it then holds, and what Chromium wrote on stderr.
+func dumpDOM(t *testing.T, chromium, home, proxyURL, url string) (dom, stderr string) {
+	t.Helper()
+	args := append([]string{}, chromiumFlags...)
+	args = append(args,
+		"--user-data-dir="+filepath.Join(home, "profile"),
+		"--proxy-server="+proxyURL,
+		"--proxy-bypass-list="+proxyBypass(),
+		"--virtual-time-budget=15000", // run timers and the fetch before dumping
+		"--dump-dom",
+		url,
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, args...)
+	cmd.Env = []string{
+		"HOME=" + home,
+		"PATH=" + os.Getenv("PATH"),
+		"TMPDIR=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"LANG=C.UTF-8",
+	}
+	// Chromium's zygote and renderers are its children: on a timeout the
+	// whole process group goes, not only the browser process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("chromium ran %v", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("chromium: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
 }
 
 // testLog writes to the test log.

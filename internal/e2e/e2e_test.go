@@ -8,9 +8,11 @@
 // Some tests put real clients in the loop: a headless Chromium loading a
 // page with its subresources and an XHR, wget crawling a small site and
 // curl, then check the WARCs with warcio.js's CDX indexer too, as a replay
-// tool would read them. Each needs its outside program (chromium and
-// certutil, wget, curl, node); a missing one skips the test, except under
-// CI=true, where it fails: .ci/run installs them. So do the tests that
+// tool would read them; one replays what Chromium recorded in ReplayWeb.page
+// itself (replay_test.go). Each needs its outside program (chromium and
+// certutil, wget, curl, node, the npm packages under testdata/replayweb); a
+// missing one skips the test, except under CI=true, where it fails: .ci/run
+// installs them. So do the tests that
 // need Redis (redistest: WARCPROXY_TEST_REDIS, or a redis-server to start).
 package e2e
 
