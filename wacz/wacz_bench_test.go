@@ -24,10 +24,11 @@ import (
 //
 // The input is generated with the proxy's writer: HTML captures of 16 KiB
 // bodies adding up to WACZ_BENCH_SIZE (default 64MB; units KB MB GB, or
-// KiB MiB GiB; the .warc.gz comes out at about 70% of it), or the WARC
-// file at WACZ_BENCH_WARC is packed as it is. The 2 GB run:
+// KiB MiB GiB; the .warc.gz comes out at about 65% of it), or the WARC
+// file at WACZ_BENCH_WARC is packed as it is. The 2 GB run (a minute to
+// generate the input, 40 s to pack it; docs/performance.md):
 //
-//	WACZ_BENCH_SIZE=3GB nice go test -run '^$' -bench BenchmarkPack -benchtime 1x ./wacz/
+//	WACZ_BENCH_SIZE=3.3GB nice go test -run '^$' -bench BenchmarkPack -benchtime 1x -timeout 30m ./wacz/
 func BenchmarkPack(b *testing.B) {
 	warc := os.Getenv("WACZ_BENCH_WARC")
 	if warc == "" {

@@ -487,3 +487,17 @@ func TestPackDamagedInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left, "a failed packing leaves files behind")
 }
+
+// TestPackCanceled: a run stopped by its context (Ctrl-C in the command)
+// leaves nothing in the output directory.
+func TestPackCanceled(t *testing.T) {
+	warcs, _ := recordSite(t, site(t).URL, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	outDir := t.TempDir()
+	_, err := wacz.Pack(ctx, warcs, wacz.Options{Output: filepath.Join(outDir, "x.wacz")})
+	require.ErrorIs(t, err, context.Canceled)
+	left, err := os.ReadDir(outDir)
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
