@@ -89,7 +89,9 @@ func Pack(ctx context.Context, paths []string, opts Options) (Summary, error) {
 		opts.Title = strings.TrimSuffix(filepath.Base(opts.Output), ".wacz")
 	}
 
-	dir, base := filepath.Split(opts.Output)
+	// Beside the output ("." for a bare name, not os.TempDir): the rename
+	// stays on one file system, and the runs do not fill a tmpfs.
+	dir, base := filepath.Dir(opts.Output), filepath.Base(opts.Output)
 	work, err := os.MkdirTemp(dir, "."+base+".*.work")
 	if err != nil {
 		return Summary{}, fmt.Errorf("creating a work directory: %w", err)

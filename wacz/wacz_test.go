@@ -501,3 +501,17 @@ func TestPackCanceled(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left)
 }
+
+// TestPackRelativeOutput: a bare output name packs in the working
+// directory, its temporary files beside it.
+func TestPackRelativeOutput(t *testing.T) {
+	warcs, _ := recordSite(t, site(t).URL, true)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	_, err := wacz.Pack(context.Background(), warcs, wacz.Options{Output: "rel.wacz"})
+	require.NoError(t, err)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.Equal(t, "rel.wacz", left[0].Name())
+}
