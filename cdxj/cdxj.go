@@ -20,8 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // IndexFile reads the closed WARC file at path (.warc.gz with one record
@@ -75,23 +73,17 @@ func IndexFile(path string, out io.Writer) error {
 		return fmt.Errorf("opening warc file: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	// The codec is sniffed: the index is of what the file holds.
-	ws := warcscan.New(f, warcscan.Options{MaxHeader: maxHeadBytes})
-	block := bufio.NewReaderSize(nil, 4096)
-	ix := indexer{filename: filepath.Base(path)}
-	for {
-		r, err := nextRecord(ws, block)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		ix.add(r)
-		if r == nil {
-			break
-		}
+	var lines [][]byte
+	err = Walk(f, filepath.Base(path), Visitor{Line: func(l []byte) error {
+		lines = append(lines, l)
+		return nil
+	}})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	slices.SortFunc(ix.lines, bytes.Compare)
+	slices.SortFunc(lines, bytes.Compare)
 	bw := bufio.NewWriter(out)
-	for _, l := range ix.lines {
+	for _, l := range lines {
 		if _, err := bw.Write(l); err != nil {
 			return fmt.Errorf("writing index: %w", err)
 		}
@@ -139,12 +131,12 @@ func WriteBeside(path string) (string, error) {
 // .warc.gz.
 var ErrNotWARC = errors.New("not a .warc or .warc.gz file")
 
-// indexer pairs records as warcio.js's CDXIndexer does and collects the
-// index lines.
+// indexer pairs records as warcio.js's CDXIndexer does and hands each
+// index line to out.
 type indexer struct {
 	filename string
 	last     *record
-	lines    [][]byte
+	out      func(line []byte)
 }
 
 // add takes the next record, or nil at the end of the file.
@@ -240,7 +232,7 @@ func (ix *indexer) emit(r, req *record) {
 	line = append(line, ' ')
 	line = appendJSONObject(line, fields)
 	line = append(line, '\n')
-	ix.lines = append(ix.lines, line)
+	ix.out(line)
 }
 
 // dateDigits turns a WARC-Date into the CDX timestamp, as warcio.js does

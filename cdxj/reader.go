@@ -30,6 +30,7 @@ type record struct {
 
 	warcType    string
 	hasType     bool
+	recordID    string
 	targetURI   string
 	hasTarget   bool
 	date        string
@@ -326,8 +327,10 @@ func decodeUTF8(b []byte) string {
 
 // nextRecord reads the next record of ws and returns what the index needs
 // from it, or nil at the end of the file. block is reused to read each
-// record's block.
-func nextRecord(ws *warcscan.Scanner, block *bufio.Reader) (*record, error) {
+// record's block. If visit is not nil, a response record with an HTTP head
+// is handed to it, with block just after the head, before the record is
+// finished.
+func nextRecord(ws *warcscan.Scanner, block *bufio.Reader, visit func(*record, *bufio.Reader) error) (*record, error) {
 	wr, err := ws.Next()
 	if errors.Is(err, io.EOF) {
 		return nil, nil
@@ -338,6 +341,11 @@ func nextRecord(ws *warcscan.Scanner, block *bufio.Reader) (*record, error) {
 	r, ranOn, err := parseRecord(wr, block)
 	if err != nil {
 		return nil, fmt.Errorf("record at offset %d: %w", wr.Offset, err)
+	}
+	if visit != nil && r.warcType == "response" && r.http != nil {
+		if err := visit(r, block); err != nil {
+			return nil, err
+		}
 	}
 	if err := ws.Finish(); err != nil {
 		return nil, err
@@ -366,6 +374,7 @@ func parseRecord(wr *warcscan.Record, block *bufio.Reader) (*record, int, error)
 	parseFields(decodeUTF8(text), fields)
 	r := &record{}
 	r.warcType, r.hasType = fields.get("WARC-Type")
+	r.recordID, _ = fields.get("WARC-Record-ID")
 	r.targetURI, r.hasTarget = fields.get("WARC-Target-URI")
 	r.date, _ = fields.get("WARC-Date")
 	r.payloadDig, r.hasPayload = fields.get("WARC-Payload-Digest")

@@ -1,7 +1,8 @@
 // Command warcproxy is a forward HTTP/HTTPS proxy that records every
 // exchange into WARC files. This file only wires: flags, components, run,
-// exit code (1 runtime failure, 2 bad flags or config). `warcproxy
-// healthcheck [URL]` (healthcheck.go) is the one subcommand.
+// exit code (1 runtime failure, 2 bad flags or config). The subcommands
+// are `warcproxy healthcheck [URL]` (healthcheck.go) and `warcproxy wacz`
+// (wacz.go).
 package main
 
 import (
@@ -27,6 +28,9 @@ func main() {
 func realMain(args []string) int {
 	if len(args) > 0 && args[0] == "healthcheck" {
 		return healthcheckCommand(args[1:], os.Stderr)
+	}
+	if len(args) > 0 && args[0] == "wacz" {
+		return waczCommand(args[1:], os.Stdout, os.Stderr)
 	}
 	cfg, err := config.Parse(args, os.Stdout)
 	if errors.Is(err, flag.ErrHelp) {

@@ -19,7 +19,8 @@ func Usage(w io.Writer) {
 	var sh logShorthands
 	var b strings.Builder
 	b.WriteString("Usage: warcproxy [flags]\n")
-	b.WriteString("       warcproxy healthcheck [URL]\n\n")
+	b.WriteString("       warcproxy healthcheck [URL]\n")
+	b.WriteString("       warcproxy wacz --output FILE.wacz [flags] WARC...\n\n")
 	b.WriteString("warcproxy is an HTTP/HTTPS proxy that records the traffic through it in WARC files.\n")
 	for _, g := range groups(&c, &sh) {
 		fmt.Fprintf(&b, "\n%s:\n", g.title)
@@ -40,6 +41,9 @@ A setting given as a flag overrides --config.file, which overrides the default.
 warcproxy healthcheck [URL] exits 0 if URL answers 200 within 4s, else prints
 why and exits 1; URL defaults to http://127.0.0.1:9100/status and no proxy is
 used. For container healthchecks in images without a shell.
+
+warcproxy wacz packs WARC files into a WACZ file for ReplayWeb.page; see
+warcproxy wacz --help.
 `)
 	fmt.Fprint(w, b.String())
 }

@@ -49,7 +49,7 @@ func ours(list string) []string {
 // wiring) imports the wiring.
 func TestImportRules(t *testing.T) {
 	imports, deps := pkgs(t)
-	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "internal/app"} {
+	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "wacz", "internal/app"} {
 		if _, ok := imports[pkg]; !ok {
 			t.Fatalf("go list did not list %s", pkg)
 		}
@@ -71,6 +71,9 @@ func TestImportRules(t *testing.T) {
 	// business.
 	never("wire", "proxy", "capture", "writer", "dedup", "stats", "crawllog", "internal/app")
 	never("capture", "proxy", "internal/app")
+	// The WACZ packer reads what was recorded; it runs apart from the
+	// proxy and writes no WARC.
+	never("wacz", "proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "internal/app")
 	for _, d := range imports["proxy"] {
 		if slices.Contains([]string{"dedup", "stats", "crawllog", "cdxj", "internal/store", "internal/app"}, d) {
 			t.Errorf("the front end imports %s", d)
