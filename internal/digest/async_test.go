@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // TestAsyncSameSum: whatever the sizes of the writes, and with sums taken
@@ -53,14 +55,40 @@ func TestAsyncSameSum(t *testing.T) {
 	}
 }
 
-// TestAsyncDroppedWithoutSum: an Async given up half-way (an aborted
-// exchange) leaves no goroutine behind once its blocks are hashed.
-func TestAsyncDroppedWithoutSum(t *testing.T) {
-	a := NewAsync(sha1.New())
-	a.Write(make([]byte, 3*asyncFrom))
-	last := a.last
-	if last == nil {
-		t.Fatal("nothing was handed over past asyncFrom")
+// TestAsyncLanes: a hash past asyncFrom takes a lane and hashes off its
+// goroutine; when all lanes are taken, the next one hashes inline (and
+// still sums right); Sum gives the lane back, and so does an Async
+// dropped without one (an aborted exchange), once it is collected.
+func TestAsyncLanes(t *testing.T) {
+	big := make([]byte, asyncFrom+asyncBlock)
+	var held []*Async
+	for range cap(lanes) {
+		a := NewAsync(sha1.New())
+		a.Write(big)
+		if !a.holdsLane() || a.last == nil {
+			t.Fatal("a hash past asyncFrom did not take a free lane")
+		}
+		held = append(held, a)
 	}
-	<-last // the chain ends by itself; nothing waits for a Sum
+	extra := NewAsync(sha1.New())
+	extra.Write(big)
+	if extra.holdsLane() || extra.last != nil {
+		t.Fatal("a hash took a lane when none was free")
+	}
+	want := sha1.Sum(big)
+	if got := extra.Sum(nil); !bytes.Equal(got, want[:]) {
+		t.Fatalf("inline past asyncFrom: %x, want %x", got, want)
+	}
+	if got := held[0].Sum(nil); !bytes.Equal(got, want[:]) || held[0].holdsLane() {
+		t.Fatalf("sum %x (want %x), lane still held: %v", got, want, held[0].holdsLane())
+	}
+	held = nil // dropped without Sum: the collector gives their lanes back
+	deadline := time.Now().Add(10 * time.Second)
+	for len(lanes) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lanes not given back", len(lanes))
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
 }
