@@ -279,6 +279,16 @@ func ZstdDictionaryID(b []byte) (uint32, error) {
 	return d.ID(), nil
 }
 
+// ZstdHeadLen is the length of the dictionary frame that starts a
+// .warc.zst file whose first bytes are p (at least 8 of them), or 0 if it
+// starts with none.
+func ZstdHeadLen(p []byte) int64 {
+	if len(p) < 8 || binary.LittleEndian.Uint32(p) != ZstdDictFrameMagic {
+		return 0
+	}
+	return 8 + int64(binary.LittleEndian.Uint32(p[4:]))
+}
+
 // ZstdDictFrame returns the dictionary frame that starts a file whose
 // frames use dict: the skippable frame 0x184D2A5D with the dictionary as
 // it is, uncompressed. The spec allows both; a compressed one would save

@@ -73,12 +73,12 @@ func openZstd(r *reporter, path, tmpDir string) *zstdFile {
 	}
 	z := &zstdFile{}
 	dict, problems := walkZstd(data, z, func(compressed []byte) []byte {
-		return zstdcli.Run(r.t, compressed, "-d", "-c")
+		return zstdcli.Run(r.t, compressed, "-q", "-d", "-c")
 	})
 	for _, p := range problems {
 		r.errorf("%s: %s", path, p)
 	}
-	args := []string{"-d", "-c"}
+	args := []string{"-q", "-d", "-c"}
 	if dict != nil {
 		d := filepath.Join(tmpDir, filepath.Base(path)+".dict")
 		if err := os.WriteFile(d, dict, 0o644); err != nil {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,7 +30,7 @@ func Path(t testing.TB) string {
 }
 
 // Run runs zstd with args and stdin, and returns its stdout; a failure
-// fails t with zstd's stderr.
+// fails t with zstd's stderr. Give -q to quiet its progress lines.
 func Run(t testing.TB, stdin []byte, args ...string) []byte {
 	t.Helper()
 	out, err := Try(t, stdin, args...)
@@ -41,7 +43,7 @@ func Run(t testing.TB, stdin []byte, args ...string) []byte {
 // Try is Run that returns zstd's failure (with its stderr) instead.
 func Try(t testing.TB, stdin []byte, args ...string) ([]byte, error) {
 	t.Helper()
-	cmd := exec.Command(Path(t), append([]string{"-q"}, args...)...)
+	cmd := exec.Command(Path(t), args...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -57,7 +59,7 @@ func Try(t testing.TB, stdin []byte, args ...string) ([]byte, error) {
 // more args (--no-check, --no-content-size, ...) come before the input.
 func Frame(t testing.TB, p, dict []byte, args ...string) []byte {
 	t.Helper()
-	args = append([]string{"-c", fmt.Sprintf("--stream-size=%d", len(p))}, args...)
+	args = append([]string{"-q", "-c", fmt.Sprintf("--stream-size=%d", len(p))}, args...)
 	if dict != nil {
 		args = append(args, "-D", writeTemp(t, t.TempDir(), "dict", dict))
 	}
@@ -69,7 +71,7 @@ func Frame(t testing.TB, p, dict []byte, args ...string) []byte {
 func Train(t testing.TB, samples [][]byte, maxSize int) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"--train", "-o", filepath.Join(dir, "dict"), fmt.Sprintf("--maxdict=%d", maxSize)}
+	args := []string{"-q", "--train", "-o", filepath.Join(dir, "dict"), fmt.Sprintf("--maxdict=%d", maxSize)}
 	for i, s := range samples {
 		args = append(args, writeTemp(t, dir, fmt.Sprintf("s%d", i), s))
 	}
@@ -86,7 +88,7 @@ func Train(t testing.TB, samples [][]byte, maxSize int) []byte {
 // dictionary dict if not nil.
 func Decompress(t testing.TB, path string, dict []byte) []byte {
 	t.Helper()
-	args := []string{"-d", "-c"}
+	args := []string{"-q", "-d", "-c"}
 	if dict != nil {
 		args = append(args, "-D", writeTemp(t, t.TempDir(), "dict", dict))
 	}
@@ -100,4 +102,37 @@ func writeTemp(t testing.TB, dir, name string, p []byte) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// List is what `zstd -lv` says of the .zst file at path.
+type List struct {
+	Frames, Skippable int
+	DictID            uint32
+	// HasSize and HasCheck: every frame carries its content size, its
+	// checksum.
+	HasSize, HasCheck bool
+}
+
+// ListFile runs `zstd -lv` on path.
+func ListFile(t testing.TB, path string) List {
+	t.Helper()
+	out := string(Run(t, nil, "-lv", path))
+	num := func(re string) int {
+		m := regexp.MustCompile(re).FindStringSubmatch(out)
+		if m == nil {
+			return 0
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			t.Fatalf("zstd -lv %s: %v", path, err)
+		}
+		return n
+	}
+	return List{
+		Frames:    num(`# Zstandard Frames: (\d+)`),
+		Skippable: num(`# Skippable Frames: (\d+)`),
+		DictID:    uint32(num(`DictID: (\d+)`)),
+		HasSize:   strings.Contains(out, "Decompressed Size:"),
+		HasCheck:  strings.Contains(out, "Check: XXH64"),
+	}
 }
