@@ -56,14 +56,14 @@ func groups(c *Config, sh *shorthands) []group {
 			{name: "prefix", aliases: []string{"n"}, metavar: "string", inFile: true, value: stringValue{&c.Prefix},
 				help: "WARC file name prefix, the {prefix} of --warc-filename. As in warcprox, - proxies without archiving, except requests whose Warcprox-Meta header names a warc-prefix."},
 			{name: "warc-filename", metavar: "template", inFile: true, value: stringValue{&c.WARCFilename},
-				help: "WARC file name without its extension (.warc.gz or .warc is added). Placeholders: " +
+				help: "WARC file name without its extension (.warc.gz, .warc.zst or .warc is added, as --compression says). Placeholders: " +
 					"{prefix} {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname} {shorthostname} {port}; " +
 					"{{ and }} stand for literal braces."},
 			{name: "no-warc-open-suffix", inFile: true, value: boolValue{&c.NoWARCOpenSuffix},
 				help: "Write each WARC file under its final name while it is open, instead of NAME.warc.gz.open renamed when closed (warcprox's option). " +
 					"The file is still locked while written; after a crash, the next start cuts back every unlocked file that does not end on a whole record."},
 			{name: "compression", metavar: "name", inFile: true, value: compressionValue{enumValue{&c.Compression, compressions}, &sh.compressionSet},
-				help: "How each record is compressed: gzip (.warc.gz, every record its own gzip member), zstd (.warc.zst, every record its own zstd frame, as the WARC-zstd specification lays it out; smaller and faster, but few readers know it yet) or none (.warc)."},
+				help: "How each record is compressed: gzip (.warc.gz, every record its own gzip member), zstd (.warc.zst, every record its own zstd frame, as the WARC-zstd specification lays it out; few readers know it yet: zstd -d turns a file into a .warc they read) or none (.warc)."},
 			{name: "gzip", aliases: []string{"z"}, inFile: true, value: gzipAlias{&sh.gzip},
 				help: "Older name of --compression, kept for warcprox's command lines: --gzip (or -z) is --compression gzip (with --compression zstd it changes nothing), --gzip=false is --compression none."},
 			{name: "gzip-level", metavar: "int", inFile: true, value: intValue{&c.GzipLevel},

@@ -21,10 +21,10 @@ var Zstd Codec = zstdCodec{}
 
 // Magic numbers of the WARC-zstd format, as little-endian uint32s.
 const (
-	// ZstdFrameMagic starts a zstd frame (28 b5 2f fd in the file).
-	ZstdFrameMagic = 0xFD2FB528
-	// ZstdDictFrameMagic starts the dictionary frame (5d 2a 4d 18).
-	ZstdDictFrameMagic = 0x184D2A5D
+	// zstdFrameMagic starts a zstd frame (28 b5 2f fd in the file).
+	zstdFrameMagic = 0xFD2FB528
+	// zstdDictFrameMagic starts the dictionary frame (5d 2a 4d 18).
+	zstdDictFrameMagic = 0x184D2A5D
 	// zstdDictMagic starts a dictionary in zstd's format (37 a4 30 ec),
 	// as `zstd --train` writes it.
 	zstdDictMagic = 0xEC30A437
@@ -40,7 +40,7 @@ const (
 // chose larger ones are still indexed, and a hostile header cannot make a
 // scan allocate gigabytes.
 const (
-	MaxZstdDictionary = 8 << 20
+	maxZstdDictionary = 8 << 20
 	maxZstdWindow     = 64 << 20
 	// maxZstdBlock is the largest block a frame may hold (RFC 8878
 	// Block_Maximum_Size).
@@ -62,7 +62,7 @@ func (zstdCodec) Sniff(p []byte) bool {
 		return false
 	}
 	m := binary.LittleEndian.Uint32(p)
-	return m == ZstdFrameMagic || m == ZstdDictFrameMagic
+	return m == zstdFrameMagic || m == zstdDictFrameMagic
 }
 
 func (zstdCodec) NewDecoder() Decoder { return &zstdDecoder{} }
@@ -94,18 +94,18 @@ func (d *zstdDecoder) Skip(src *bufio.Reader) error {
 			return fmt.Errorf("skippable frame header: %w", io.ErrUnexpectedEOF)
 		}
 		magic, size := binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:])
-		if magic == ZstdDictFrameMagic && !atStart {
+		if magic == zstdDictFrameMagic && !atStart {
 			return errors.New("a dictionary frame after the start of the file")
 		}
 		atStart = false
-		if magic != ZstdDictFrameMagic {
+		if magic != zstdDictFrameMagic {
 			if err := discard(src, 8+int64(size)); err != nil {
 				return fmt.Errorf("extension frame of %d bytes: %w", size, err)
 			}
 			continue
 		}
-		if size > MaxZstdDictionary {
-			return fmt.Errorf("dictionary frame of %d bytes, over the %d a reader must take", size, MaxZstdDictionary)
+		if size > maxZstdDictionary {
+			return fmt.Errorf("dictionary frame of %d bytes, over the %d a reader must take", size, maxZstdDictionary)
 		}
 		_, _ = src.Discard(8)
 		data := make([]byte, size)
@@ -115,7 +115,7 @@ func (d *zstdDecoder) Skip(src *bufio.Reader) error {
 			}
 			return fmt.Errorf("dictionary frame: %w", err)
 		}
-		dict, id, err := ReadZstdDictFrame(data)
+		dict, id, err := readZstdDictFrame(data)
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func (d *zstdDecoder) Open(src *bufio.Reader) (io.Reader, error) {
 	}
 	var h zstd.Header
 	if err := h.Decode(p); err != nil {
-		if len(p) < 4 || binary.LittleEndian.Uint32(p) != ZstdFrameMagic {
+		if len(p) < 4 || binary.LittleEndian.Uint32(p) != zstdFrameMagic {
 			return nil, errors.New("not a zstd frame")
 		}
 		return nil, fmt.Errorf("zstd frame header: %w", err)
@@ -230,11 +230,11 @@ func (f *frameReader) nextBlock() error {
 	return nil
 }
 
-// ReadZstdDictFrame reads the content of a dictionary frame (without the
+// readZstdDictFrame reads the content of a dictionary frame (without the
 // frame's 8-byte header): a zstd dictionary, or one zstd frame without a
 // dictionary that holds it. It returns the dictionary and its ID.
-func ReadZstdDictFrame(data []byte) (dict []byte, id uint32, err error) {
-	if len(data) >= 4 && binary.LittleEndian.Uint32(data) == ZstdFrameMagic {
+func readZstdDictFrame(data []byte) (dict []byte, id uint32, err error) {
+	if len(data) >= 4 && binary.LittleEndian.Uint32(data) == zstdFrameMagic {
 		var h zstd.Header
 		if err := h.Decode(data); err != nil {
 			return nil, 0, fmt.Errorf("compressed dictionary: %w", err)
@@ -242,10 +242,10 @@ func ReadZstdDictFrame(data []byte) (dict []byte, id uint32, err error) {
 		if !h.HasFCS || !h.HasCheckSum || h.DictionaryID != 0 {
 			return nil, 0, errors.New("compressed dictionary: its frame must carry its content size and checksum and use no dictionary")
 		}
-		if h.FrameContentSize > MaxZstdDictionary {
-			return nil, 0, fmt.Errorf("compressed dictionary of %d bytes, over the %d a reader must take", h.FrameContentSize, MaxZstdDictionary)
+		if h.FrameContentSize > maxZstdDictionary {
+			return nil, 0, fmt.Errorf("compressed dictionary of %d bytes, over the %d a reader must take", h.FrameContentSize, maxZstdDictionary)
 		}
-		zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxZstdDictionary))
+		zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxZstdDictionary))
 		if err != nil {
 			return nil, 0, fmt.Errorf("zstd decoder: %w", err)
 		}
@@ -264,13 +264,13 @@ func ReadZstdDictFrame(data []byte) (dict []byte, id uint32, err error) {
 // ZstdDictionaryID checks that b is a zstd dictionary (the format `zstd
 // --train` writes) that a WARC-zstd file can carry, and returns its ID:
 // not 0 (frames name their dictionary by it) and at most
-// MaxZstdDictionary bytes.
+// maxZstdDictionary bytes.
 func ZstdDictionaryID(b []byte) (uint32, error) {
 	if len(b) < 8 || binary.LittleEndian.Uint32(b) != zstdDictMagic {
 		return 0, errors.New("not a zstd dictionary (it must start with 37 a4 30 ec, as `zstd --train` writes it)")
 	}
-	if len(b) > MaxZstdDictionary {
-		return 0, fmt.Errorf("zstd dictionary of %d bytes, over the %d the WARC-zstd spec asks readers to take", len(b), MaxZstdDictionary)
+	if len(b) > maxZstdDictionary {
+		return 0, fmt.Errorf("zstd dictionary of %d bytes, over the %d the WARC-zstd spec asks readers to take", len(b), maxZstdDictionary)
 	}
 	d, err := zstd.InspectDictionary(b)
 	if err != nil {
@@ -283,7 +283,7 @@ func ZstdDictionaryID(b []byte) (uint32, error) {
 // .warc.zst file whose first bytes are p (at least 8 of them), or 0 if it
 // starts with none.
 func ZstdHeadLen(p []byte) int64 {
-	if len(p) < 8 || binary.LittleEndian.Uint32(p) != ZstdDictFrameMagic {
+	if len(p) < 8 || binary.LittleEndian.Uint32(p) != zstdDictFrameMagic {
 		return 0
 	}
 	return 8 + int64(binary.LittleEndian.Uint32(p[4:]))
@@ -296,7 +296,7 @@ func ZstdHeadLen(p []byte) int64 {
 // be cut out of the file and given to `zstd -D` as it is.
 func ZstdDictFrame(dict []byte) []byte {
 	b := make([]byte, 8, 8+len(dict))
-	binary.LittleEndian.PutUint32(b, ZstdDictFrameMagic)
+	binary.LittleEndian.PutUint32(b, zstdDictFrameMagic)
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(dict)))
 	return append(b, dict...)
 }

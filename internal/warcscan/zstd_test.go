@@ -54,7 +54,7 @@ func compressedDictFrame(t testing.TB, dict []byte) []byte {
 	t.Helper()
 	z := zstdcli.Frame(t, dict, nil)
 	head := make([]byte, 8)
-	binary.LittleEndian.PutUint32(head, ZstdDictFrameMagic)
+	binary.LittleEndian.PutUint32(head, zstdDictFrameMagic)
 	binary.LittleEndian.PutUint32(head[4:], uint32(len(z)))
 	return append(head, z...)
 }
@@ -131,7 +131,7 @@ func TestZstdDictionaryID(t *testing.T) {
 		"id 0":       zero,
 		"zstd frame": zstdcli.Frame(t, d, nil),
 		"empty":      nil,
-		"over 8 MiB": append(bytes.Clone(d), make([]byte, MaxZstdDictionary)...),
+		"over 8 MiB": append(bytes.Clone(d), make([]byte, maxZstdDictionary)...),
 	} {
 		_, err := ZstdDictionaryID(b)
 		require.Error(t, err, name)
