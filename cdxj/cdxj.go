@@ -20,11 +20,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // IndexFile reads the closed WARC file at path (.warc.gz with one record
-// per gzip member, or .warc) and writes its CDXJ index to out, sorted in
-// byte order (LC_ALL=C sort) as pywb expects.
+// per gzip member, .warc.zst with one record per zstd frame, or .warc) and
+// writes its CDXJ index to out, sorted in byte order (LC_ALL=C sort) as
+// pywb expects.
 //
 // There is one line per record except request and warcinfo records, and
 // resource and metadata records whose Content-Type is
@@ -39,7 +42,10 @@ import (
 //   - status is the number in the HTTP status line of a response or a
 //     revisit that has an HTTP head;
 //   - digest is WARC-Payload-Digest after "sha1:" (or any algorithm);
-//   - offset and length are the record's gzip member in a .warc.gz file;
+//   - offset and length are the record's gzip member in a .warc.gz file,
+//     its zstd frame in a .warc.zst file (a reader of that range alone
+//     needs the file's dictionary too, if it starts with one: the
+//     WARC-zstd spec's random access);
 //     in a .warc file length runs from the record's first byte to the end
 //     of its block, without the CRLFCRLF that ends it (pywb counts it);
 //   - filename is the file's base name.
@@ -60,7 +66,8 @@ import (
 //
 // The file must hold whole records as warcproxy writes them (the grammar
 // of internal/warcscan, which crash recovery also cuts files back to: in
-// a .warc.gz file one record per gzip member); anything else, where
+// a .warc.gz file one record per gzip member, in a .warc.zst file one per
+// zstd frame); anything else, where
 // warcio.js might still index something, is an error. The compression is
 // told by the file's first bytes, not its name.
 //
@@ -95,13 +102,15 @@ func IndexFile(path string, out io.Writer) error {
 }
 
 // WriteBeside indexes the WARC file at path into the file beside it,
-// NAME.warc.gz or NAME.warc to NAME.cdxj, through a temporary name that is
-// renamed when complete, and returns the index's path.
+// NAME.warc.gz, NAME.warc.zst or NAME.warc to NAME.cdxj, through a
+// temporary name that is renamed when complete, and returns the index's
+// path.
 func WriteBeside(path string) (string, error) {
-	base := strings.TrimSuffix(strings.TrimSuffix(path, ".gz"), ".warc")
-	if base == path {
+	c := warcscan.ForName(path)
+	if c == nil {
 		return "", fmt.Errorf("indexing %s: %w", path, ErrNotWARC)
 	}
+	base := strings.TrimSuffix(path, ".warc"+c.Ext())
 	dst := base + ".cdxj"
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(base)+".cdxj.*.tmp")
 	if err != nil {
@@ -127,9 +136,9 @@ func WriteBeside(path string) (string, error) {
 	return dst, nil
 }
 
-// ErrNotWARC is returned by WriteBeside for a path not ending in .warc or
-// .warc.gz.
-var ErrNotWARC = errors.New("not a .warc or .warc.gz file")
+// ErrNotWARC is returned by WriteBeside for a path not ending in .warc,
+// .warc.gz or .warc.zst.
+var ErrNotWARC = errors.New("not a .warc, .warc.gz or .warc.zst file")
 
 // indexer pairs records as warcio.js's CDXIndexer does and hands each
 // index line to out.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -19,7 +20,11 @@ import (
 func benchWARC(b *testing.B, gz bool, n, size int) (string, int64) {
 	b.Helper()
 	dir := b.TempDir()
-	p, err := writer.New(writer.Options{Dir: dir, Gzip: gz, GzipLevel: 1, Hostname: "bench", Workers: 1}, slog.New(slog.DiscardHandler))
+	c := warcscan.None
+	if gz {
+		c = warcscan.Gzip
+	}
+	p, err := writer.New(writer.Options{Dir: dir, Compression: c, GzipLevel: 1, Hostname: "bench", Workers: 1}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}

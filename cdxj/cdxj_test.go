@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
+	"github.com/warcproxy/warcproxy/internal/testutil/zstdcli"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -112,7 +115,7 @@ func requireSameIndex(t *testing.T, path string) []string {
 func warcFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	var paths []string
-	for _, pat := range []string{"*.warc", "*.warc.gz"} {
+	for _, pat := range []string{"*.warc", "*.warc.gz", "*.warc.zst"} {
 		m, err := filepath.Glob(filepath.Join(dir, pat))
 		require.NoError(t, err)
 		paths = append(paths, m...)
@@ -184,9 +187,17 @@ func TestProxyCapturesMatchWarcio(t *testing.T) {
 		{"DELETE", "/thing/1", "", ""},
 	}
 
-	for _, gz := range []bool{true, false} {
-		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
-			p := proxytest.Start(t, func(c *config.Config) { c.Gzip = gz })
+	for _, compression := range []string{"gzip", "none", "zstd", "zstd with a dictionary"} {
+		t.Run("compression="+compression, func(t *testing.T) {
+			var dict []byte
+			p := proxytest.Start(t, func(c *config.Config) {
+				c.Compression, _, _ = strings.Cut(compression, " ")
+				if strings.HasSuffix(compression, "dictionary") {
+					dict = trainDict(t)
+					c.ZstdDictionary = filepath.Join(t.TempDir(), "warc.dict")
+					require.NoError(t, os.WriteFile(c.ZstdDictionary, dict, 0o644))
+				}
+			})
 			client := p.Client()
 			for _, r := range reqs {
 				var body io.Reader
@@ -207,7 +218,12 @@ func TestProxyCapturesMatchWarcio(t *testing.T) {
 			p.Stop()
 			n := 0
 			for _, path := range warcFiles(t, p.Dir) {
-				lines := requireSameIndex(t, path)
+				var lines []string
+				if strings.HasSuffix(path, ".zst") {
+					lines = requireSameIndexZstd(t, path, dict)
+				} else {
+					lines = requireSameIndex(t, path)
+				}
 				n += len(lines)
 				for _, l := range lines {
 					t.Log(strings.TrimSpace(l))
@@ -296,10 +312,10 @@ func TestWriterRecordsMatchWarcio(t *testing.T) {
 			Block: strings.NewReader("x"), BlockLength: 1,
 		}},
 	)
-	for _, gz := range []bool{true, false} {
-		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+	for _, c := range []warcscan.Codec{warcscan.Gzip, warcscan.None, warcscan.Zstd} {
+		t.Run("compression="+c.Name(), func(t *testing.T) {
 			dir := t.TempDir()
-			p, err := writer.New(writer.Options{Dir: dir, Gzip: gz, Hostname: "test", Workers: 1},
+			p, err := writer.New(writer.Options{Dir: dir, Compression: c, Hostname: "test", Workers: 1},
 				slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
 			for _, recs := range caps {
@@ -308,7 +324,12 @@ func TestWriterRecordsMatchWarcio(t *testing.T) {
 			require.NoError(t, p.Close(context.Background()))
 			paths := warcFiles(t, dir)
 			require.Len(t, paths, 1)
-			lines := requireSameIndex(t, paths[0])
+			var lines []string
+			if c == warcscan.Zstd {
+				lines = requireSameIndexZstd(t, paths[0], nil)
+			} else {
+				lines = requireSameIndex(t, paths[0])
+			}
 			require.Len(t, lines, len(caps)-1, "every capture but the warc-fields metadata")
 			for _, l := range lines {
 				t.Log(strings.TrimSpace(l))
@@ -371,7 +392,7 @@ process.stdout.write(JSON.stringify(urls.map(getSurt)));
 func TestWriteBeside(t *testing.T) {
 	dir := t.TempDir()
 	block := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nhi"
-	p, err := writer.New(writer.Options{Dir: dir, Gzip: true, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
+	p, err := writer.New(writer.Options{Dir: dir, Compression: warcscan.Gzip, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.NoError(t, p.Enqueue(context.Background(), &writer.Capture{Records: []writer.Record{{
 		Type: "response", TargetURI: "http://example.com/", ContentType: "application/http; msgtype=response",
@@ -396,6 +417,11 @@ func TestWriteBeside(t *testing.T) {
 
 	_, err = cdxj.WriteBeside(filepath.Join(dir, "x.txt"))
 	require.ErrorIs(t, err, cdxj.ErrNotWARC)
+	_, err = cdxj.WriteBeside(filepath.Join(dir, "x.zst"))
+	require.ErrorIs(t, err, cdxj.ErrNotWARC)
+	dst, err = cdxj.WriteBeside(filepath.Join(dir, "x.warc.zst"))
+	require.Error(t, err, "no such file")
+	require.Empty(t, dst)
 	_, err = cdxj.WriteBeside(filepath.Join(dir, "missing.warc.gz"))
 	require.Error(t, err)
 }
@@ -409,4 +435,91 @@ func TestIndexFileDamaged(t *testing.T) {
 	require.NoError(t, zw.Close())
 	require.NoError(t, os.WriteFile(path, b.Bytes()[:b.Len()-3], 0o644))
 	require.Error(t, cdxj.IndexFile(path, io.Discard))
+}
+
+// trainDict trains a zstd dictionary on a few hundred small records, as
+// an operator would for --zstd-dictionary.
+func trainDict(t *testing.T) []byte {
+	t.Helper()
+	var samples [][]byte
+	for i := range 300 {
+		samples = append(samples, fmt.Appendf(nil, "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://127.0.0.1/p%d\r\n"+
+			"Content-Type: application/http; msgtype=response\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>GET /p%d</p>", i, i))
+	}
+	return zstdcli.Train(t, samples, 4096)
+}
+
+// requireSameIndexZstd checks WriteBeside's index of the .warc.zst file
+// at path against warcio.js's, which does not read zstd: warcio.js indexes
+// the file as the zstd command decompresses it, and the lines must agree
+// but for where each record is (offset, length, filename). Where our lines
+// say a record is, each range of the .warc.zst file alone (with the file's
+// dictionary, dict, if any) must decompress, by the zstd command, to
+// exactly that one record. It returns our lines.
+func requireSameIndexZstd(t *testing.T, path string, dict []byte) []string {
+	t.Helper()
+	plain := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".zst"))
+	require.NoError(t, os.WriteFile(plain, zstdcli.Decompress(t, path, dict), 0o644))
+	dst, err := cdxj.WriteBeside(path)
+	require.NoError(t, err)
+	got, err := os.ReadFile(dst)
+	require.NoError(t, err)
+	lines := sortedLines(string(got))
+	require.Equal(t, withoutPlace(t, warcioIndex(t, plain)), withoutPlace(t, lines), "index of %s", filepath.Base(path))
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, l := range lines {
+		var f struct{ URL, Offset, Length, Filename string }
+		_, js, _ := strings.Cut(l[strings.IndexByte(l, ' ')+1:], " ")
+		require.NoError(t, json.Unmarshal([]byte(js), &f))
+		require.Equal(t, filepath.Base(path), f.Filename)
+		var off, n int
+		_, err := fmt.Sscan(f.Offset+" "+f.Length, &off, &n)
+		require.NoError(t, err)
+		unit := filepath.Join(t.TempDir(), "unit.zst")
+		require.NoError(t, os.WriteFile(unit, data[off:off+n], 0o644))
+		rec := zstdcli.Decompress(t, unit, dict)
+		head, rest, ok := bytes.Cut(rec, []byte("\r\n\r\n"))
+		require.True(t, ok, "line %s: no WARC header in its range", l)
+		var cl int
+		for _, h := range strings.Split(string(head), "\r\n") {
+			if v, ok := strings.CutPrefix(h, "Content-Length: "); ok {
+				_, err := fmt.Sscan(v, &cl)
+				require.NoError(t, err)
+			}
+			if v, ok := strings.CutPrefix(h, "WARC-Target-URI: "); ok {
+				require.Equal(t, f.URL, asWarcio(v), "line %s", l)
+			}
+		}
+		require.Equal(t, cl+4, len(rest), "line %s: its range holds exactly one record", l)
+		require.True(t, bytes.HasPrefix(rec, []byte("WARC/1.")), "line %s", l)
+	}
+	return lines
+}
+
+// withoutPlace drops where each record is (offset, length, filename) from
+// index lines, and sorts them again.
+func withoutPlace(t *testing.T, lines []string) []string {
+	t.Helper()
+	var out []string
+	re := regexp.MustCompile(`,"(offset|length|filename)":"[^"]*"`)
+	for _, l := range lines {
+		out = append(out, re.ReplaceAllString(l, ""))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// asWarcio is a header value as warcio.js reads it: one with a character
+// above U+00FF becomes its UTF-8 bytes, one character each (see IndexFile).
+func asWarcio(v string) string {
+	if !strings.ContainsFunc(v, func(r rune) bool { return r > 0xff }) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		b.WriteRune(rune(v[i]))
+	}
+	return b.String()
 }

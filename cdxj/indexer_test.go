@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/cdxj"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -19,7 +20,7 @@ import (
 func oneWARC(t *testing.T, dir string) string {
 	t.Helper()
 	block := "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhi"
-	p, err := writer.New(writer.Options{Dir: dir, Gzip: true, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
+	p, err := writer.New(writer.Options{Dir: dir, Compression: warcscan.Gzip, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.NoError(t, p.Enqueue(context.Background(), &writer.Capture{Records: []writer.Record{{
 		Type: "response", TargetURI: "http://example.com/", ContentType: "application/http; msgtype=response",

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/cdxj"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -33,10 +34,10 @@ func TestWalk(t *testing.T) {
 				Block: strings.NewReader(req), BlockLength: int64(len(req))},
 		}}
 	}
-	for _, gz := range []bool{true, false} {
-		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+	for _, codec := range []warcscan.Codec{warcscan.Gzip, warcscan.Zstd, warcscan.None} {
+		t.Run("compression="+codec.Name(), func(t *testing.T) {
 			dir := t.TempDir()
-			p, err := writer.New(writer.Options{Dir: dir, Gzip: gz, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
+			p, err := writer.New(writer.Options{Dir: dir, Compression: codec, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
 			for _, c := range []*writer.Capture{
 				capture("http://example.com/b", "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Two: 1\r\nx-two: 2\r\n\r\n<title>B</title>"),

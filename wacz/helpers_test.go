@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -18,7 +19,7 @@ import (
 // bodySize bytes, and returns its path.
 func generateWARC(tb testing.TB, dir string, gzip bool, n, bodySize int) string {
 	tb.Helper()
-	p, err := writer.New(writer.Options{Dir: dir, Gzip: gzip, GzipLevel: 1, Hostname: "gen", Workers: 1,
+	p, err := writer.New(writer.Options{Dir: dir, Compression: codecOf(gzip), GzipLevel: 1, Hostname: "gen", Workers: 1,
 		RolloverSize: 1 << 50}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)
@@ -60,4 +61,12 @@ func generateWARC(tb testing.TB, dir string, gzip bool, n, bodySize int) string 
 		tb.Fatalf("want one WARC file in %s: %v %v", dir, paths, err)
 	}
 	return paths[0]
+}
+
+// codecOf is the writer's compression for a generated WARC.
+func codecOf(gzip bool) warcscan.Codec {
+	if gzip {
+		return warcscan.Gzip
+	}
+	return warcscan.None
 }

@@ -127,7 +127,7 @@ var sitePaths = []string{"/", "/img.png", "/redirect", "/missing.html", "/gzip.h
 // recordSite fetches sitePaths through a real proxy and returns the WARC
 // files it wrote, checked by gowarc and warcio.js, and their records.
 func recordSite(t *testing.T, origin string, gzipWARC bool) ([]string, []warccheck.Record) {
-	p := proxytest.Start(t, func(c *config.Config) { c.Gzip = gzipWARC })
+	p := proxytest.Start(t, func(c *config.Config) { c.Compression = codecOf(gzipWARC).Name() })
 	client := p.Client()
 	for _, path := range sitePaths {
 		req, err := http.NewRequest(http.MethodGet, origin+path, nil)

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/warcproxy/warcproxy/internal/bench"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // BenchmarkRecordCompression measures one worker writing one response
-// record at the default gzip level into a file that drops what it gets: the
-// compression of one record, with nothing else in the way. MB/s is block
-// bytes in; disk-B/op and ratio are what reaches the file. Bodies are
-// random bytes or warcbench's text (?text=1, about 4:1). Blocks larger than
-// 4 MB repeat a 4 MB tile, further apart than deflate's window, so they
-// compress as unique bytes would without holding 256 MB in memory. Run the
-// 256MB case with -benchtime 1x.
+// record at the default gzip or zstd level into a file that drops what it
+// gets: the compression of one record, with nothing else in the way. MB/s
+// is block bytes in; disk-B/op and ratio are what reaches the file. Bodies
+// are random bytes or warcbench's text (?text=1, about 4:1). Blocks larger
+// than the tile repeat it, 16 MB apart: further than deflate's window and
+// zstd's 8 MiB one, so they compress as unique bytes would without holding
+// 256 MB in memory. Run the 256MB case with -benchtime 1x.
 func BenchmarkRecordCompression(b *testing.B) {
 	tiles := map[string][]byte{}
 	for _, body := range []string{"random", "text"} {
@@ -25,12 +26,14 @@ func BenchmarkRecordCompression(b *testing.B) {
 			name string
 			n    int64
 		}{{"16KB", 16 << 10}, {"256KB", 256 << 10}, {"4MB", 4 << 20}, {"256MB", 256 << 20}} {
-			b.Run(fmt.Sprintf("body=%s/size=%s", body, size.name), func(b *testing.B) {
-				if tiles[body] == nil {
-					tiles[body] = benchTile(body, 4<<20)
-				}
-				benchRecordCompression(b, tiles[body], size.n)
-			})
+			for _, c := range []warcscan.Codec{warcscan.Gzip, warcscan.Zstd} {
+				b.Run(fmt.Sprintf("body=%s/size=%s/compression=%s", body, size.name, c.Name()), func(b *testing.B) {
+					if tiles[body] == nil {
+						tiles[body] = benchTile(body, 16<<20)
+					}
+					benchRecordCompression(b, tiles[body], size.n, c)
+				})
+			}
 		}
 	}
 }
@@ -48,9 +51,9 @@ func benchTile(body string, n int) []byte {
 	return head
 }
 
-func benchRecordCompression(b *testing.B, tile []byte, n int64) {
+func benchRecordCompression(b *testing.B, tile []byte, n int64, c warcscan.Codec) {
 	p := &Pool{
-		opts: Options{Gzip: true, GzipLevel: -1, WARCVersion: "1.0", Digest: "sha1", Base32: true},
+		opts: Options{Compression: c, GzipLevel: -1, ZstdLevel: DefaultZstdLevel, WARCVersion: "1.0", Digest: "sha1", Base32: true},
 		log:  slog.New(slog.DiscardHandler),
 	}
 	w := newWorker(p, 0)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/bench"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -114,7 +115,7 @@ type encoder struct {
 
 func newEncoder(level int) *encoder {
 	p := &Pool{
-		opts: Options{Gzip: true, GzipLevel: level, WARCVersion: "1.0", Digest: "sha1", Base32: true},
+		opts: Options{Compression: warcscan.Gzip, GzipLevel: level, WARCVersion: "1.0", Digest: "sha1", Base32: true},
 		log:  slog.New(slog.DiscardHandler),
 	}
 	f := &memFile{}
@@ -248,7 +249,7 @@ func TestHugeRecordReadError(t *testing.T) {
 // a file holding a parallel member, a stored one and a Huffman-only one
 // among ordinary ones.
 func TestHugeRecordReaders(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, Workers: 1})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Workers: 1})
 	tr := newTracker()
 	for i, s := range []captureSpec{
 		{bodySize: 16 << 10, compressible: true},

@@ -20,6 +20,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/internal/testutil/zstdcli"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // testLogger logs through t.Log, so a failing test shows what the pool said.
@@ -204,7 +206,12 @@ func rawRecords(t testing.TB, path string) []rawRecord {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var plain []byte
-	if strings.HasSuffix(path, ".gz") {
+	switch {
+	case strings.HasSuffix(path, ".zst"):
+		// warccheck checks the frames; this is about the bytes in them.
+		plain, err = io.ReadAll(warcscan.NewReader(bytes.NewReader(data), warcscan.Zstd))
+		require.NoError(t, err)
+	case strings.HasSuffix(path, ".gz"):
 		br := bufio.NewReader(bytes.NewReader(data))
 		for {
 			zr, err := gzip.NewReader(br)
@@ -218,7 +225,7 @@ func rawRecords(t testing.TB, path string) []rawRecord {
 			plain = append(plain, m...)
 			plain = append(plain, 0) // member boundary marker, checked below
 		}
-	} else {
+	default:
 		plain = data
 	}
 	var recs []rawRecord
@@ -364,3 +371,29 @@ var (
 	_ FS   = (*faultFS)(nil)
 	_ File = (*faultFile)(nil)
 )
+
+var (
+	dictOnce sync.Once
+	dict     []byte
+)
+
+// testDict is a zstd dictionary trained by `zstd --train` on captures like
+// the ones the tests write, as an operator would train one.
+func testDict(t testing.TB) []byte {
+	t.Helper()
+	zstdcli.Path(t)
+	dictOnce.Do(func() {
+		var samples [][]byte
+		for i := range 100 {
+			c := makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/page/%d", i), bodySize: 300, compressible: true, seed: uint64(i)}, nil)
+			for _, r := range c.Records {
+				b := make([]byte, r.BlockLength)
+				_, _ = r.Block.ReadAt(b, r.BlockOffset)
+				samples = append(samples, appendHeader(nil, header{version: "1.0", warcinfoID: "<urn:uuid:0>"}, &r), b)
+			}
+		}
+		dict = zstdcli.Train(t, samples, 4096)
+	})
+	require.NotEmpty(t, dict)
+	return dict
+}

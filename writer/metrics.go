@@ -15,6 +15,7 @@ type metrics struct {
 
 	records      *prometheus.Desc
 	members      *prometheus.Desc
+	frames       *prometheus.Desc
 	bytes        *prometheus.Desc
 	captures     *prometheus.Desc
 	queueLength  *prometheus.Desc
@@ -33,11 +34,12 @@ func newMetrics(p *Pool) *metrics {
 		p: p,
 		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "warcproxy_writer_write_duration_seconds",
-			Help:    "Time a worker takes to write one capture's records (serialize, gzip, buffer; the flush to the OS is batched).",
+			Help:    "Time a worker takes to write one capture's records (serialize, compress, buffer; the flush to the OS is batched).",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10), // 50µs .. 13s
 		}),
 		records:      d("records_total", "WARC records written, by WARC-Type (warcinfo included).", "type"),
 		members:      d("gzip_members_total", "Gzip members (one per record) by how their block was compressed: level (--gzip-level), huffman (Huffman-only), stored, parallel (--gzip-level on several cores).", "compression"),
+		frames:       d("zstd_frames_total", "Zstd frames (one per record) by how they were compressed: level (--zstd-level), parallel (--zstd-level on several cores).", "compression"),
 		bytes:        d("bytes_total", "Bytes written to WARC files, after compression."),
 		captures:     d("captures_total", "Captures by outcome: written, failed (block unreadable), dropped (forced shutdown).", "result"),
 		queueLength:  d("queue_length", "Captures waiting in the writer queue."),
@@ -51,7 +53,7 @@ func newMetrics(p *Pool) *metrics {
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.writeSeconds.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.records, m.members, m.bytes, m.captures, m.queueLength, m.queueCap,
+	for _, d := range []*prometheus.Desc{m.records, m.members, m.frames, m.bytes, m.captures, m.queueLength, m.queueCap,
 		m.queueFullFor, m.filesOpen, m.filesClosed, m.writeErrors} {
 		ch <- d
 	}
@@ -71,6 +73,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i, k := range memberKinds {
 		counter(m.members, st.members[i].Load(), k)
+	}
+	for i, k := range frameKinds {
+		counter(m.frames, st.frames[i].Load(), k)
 	}
 	counter(m.bytes, st.bytes.Load())
 	counter(m.captures, st.capturesWritten.Load(), "written")

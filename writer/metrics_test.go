@@ -8,13 +8,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // TestMetricsPedantic: the pool's metrics pass the pedantic registry's
 // consistency checks and the linter, and count what was written.
 func TestMetricsPedantic(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	p, err := New(Options{Dir: t.TempDir(), Workers: 2, Gzip: true, Registerer: reg}, nil)
+	p, err := New(Options{Dir: t.TempDir(), Workers: 2, Compression: warcscan.Gzip, Registerer: reg}, nil)
 	require.NoError(t, err)
 	block := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	for range 3 {

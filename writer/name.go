@@ -42,7 +42,7 @@ type segment struct {
 // shared by all workers, so two workers never pick the same name.
 type namer struct {
 	segments    []segment
-	ext         string // ".warc" or ".warc.gz"
+	ext         string // ".warc", ".warc.gz" or ".warc.zst"
 	randomtoken string
 	hostname    string
 	port        string
@@ -58,14 +58,11 @@ func newNamer(o Options) (*namer, error) {
 	}
 	n := &namer{
 		segments:    segs,
-		ext:         ".warc",
+		ext:         ".warc" + o.Compression.Ext(),
 		randomtoken: randomToken(),
 		hostname:    o.Hostname,
 		port:        strconv.Itoa(o.Port),
 		serials:     make(map[string]int),
-	}
-	if o.Gzip {
-		n.ext = ".warc.gz"
 	}
 	// A template, host name or port that yields a path is refused now
 	// rather than at the first file.

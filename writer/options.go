@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // Defaults applied by New to zero Options fields.
@@ -23,6 +24,7 @@ const (
 	DefaultQueueSize        = 500
 	DefaultRolloverSize     = 1_000_000_000
 	DefaultSoftware         = "warcproxy"
+	DefaultZstdLevel        = 3 // the zstd command's
 )
 
 // Retry back-off after a write error: the first wait, doubled after every
@@ -47,21 +49,32 @@ type Options struct {
 	SubdirPrefix bool
 	// FilenameTemplate names files with warcprox's placeholders {prefix}
 	// {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname}
-	// {shorthostname} {port}; "{{" and "}}" are literal braces. ".warc" or
-	// ".warc.gz" is appended, plus ".open" while the file is written
-	// (unless NoOpenSuffix). Default DefaultFilenameTemplate.
+	// {shorthostname} {port}; "{{" and "}}" are literal braces. ".warc",
+	// ".warc.gz" or ".warc.zst" is appended, plus ".open" while the file
+	// is written (unless NoOpenSuffix). Default DefaultFilenameTemplate.
 	FilenameTemplate string
 	// NoOpenSuffix writes each file under its final name from the start
 	// (warcprox's --no-warc-open-suffix) instead of NAME.open renamed at
 	// close. The flock is held all the same; Recover needs
 	// RecoverOptions.FinalNames to find such files after a crash.
 	NoOpenSuffix bool
-	// Gzip writes every record as its own gzip member (.warc.gz).
-	Gzip bool
+	// Compression is how records are compressed: warcscan.Gzip (.warc.gz,
+	// every record its own gzip member), warcscan.Zstd (.warc.zst, every
+	// record its own zstd frame, as the WARC-zstd specification lays it
+	// out) or warcscan.None (.warc). nil means None.
+	Compression warcscan.Codec
 	// GzipLevel is a klauspost/compress/gzip level (-3 to 9); 0 means the
 	// library's default, so level 0 (stored, no compression) cannot be
 	// chosen. 1 is the fastest compressing level.
 	GzipLevel int
+	// ZstdLevel is a zstd command-line level, 1 to 22, mapped to the
+	// nearest of klauspost's four encoder levels (ZstdLevel); 0 means 3,
+	// the command's default.
+	ZstdLevel int
+	// ZstdDictionary, with Zstd, is a dictionary in zstd's format (as
+	// `zstd --train` writes it, with an ID that is not 0): every file then
+	// starts with it in a dictionary frame, and every frame uses it.
+	ZstdDictionary []byte
 	// WARCVersion is "1.0" (default) or "1.1". WARC-Date carries seconds in
 	// 1.0 and microseconds in 1.1.
 	WARCVersion string
@@ -192,11 +205,8 @@ func (o Options) withDefaults() (Options, error) {
 	if _, err := digest.Parse(string(o.Digest)); err != nil {
 		return o, err
 	}
-	if o.GzipLevel == 0 {
-		o.GzipLevel = gzip.DefaultCompression
-	}
-	if _, err := gzip.NewWriterLevel(io.Discard, o.GzipLevel); err != nil {
-		return o, fmt.Errorf("gzip level %d: %w", o.GzipLevel, err)
+	if err := o.compressionDefaults(); err != nil {
+		return o, err
 	}
 	switch {
 	case o.Workers < 0:
@@ -258,6 +268,39 @@ func (o Options) withDefaults() (Options, error) {
 		o.backoffMax = max(defaultBackoffMax, o.backoffMin)
 	}
 	return o, nil
+}
+
+// compressionDefaults checks the compression settings and fills in their
+// defaults.
+func (o *Options) compressionDefaults() error {
+	switch o.Compression {
+	case nil:
+		o.Compression = warcscan.None
+	case warcscan.None, warcscan.Gzip, warcscan.Zstd:
+	default:
+		return fmt.Errorf("unsupported compression %q", o.Compression.Name())
+	}
+	if o.GzipLevel == 0 {
+		o.GzipLevel = gzip.DefaultCompression
+	}
+	if _, err := gzip.NewWriterLevel(io.Discard, o.GzipLevel); err != nil {
+		return fmt.Errorf("gzip level %d: %w", o.GzipLevel, err)
+	}
+	if o.ZstdLevel == 0 {
+		o.ZstdLevel = DefaultZstdLevel
+	}
+	if o.ZstdLevel < 1 || o.ZstdLevel > 22 {
+		return fmt.Errorf("zstd level %d: want 1 to 22", o.ZstdLevel)
+	}
+	if o.ZstdDictionary != nil {
+		if o.Compression != warcscan.Zstd {
+			return fmt.Errorf("a zstd dictionary with compression %s", o.Compression.Name())
+		}
+		if _, err := warcscan.ZstdDictionaryID(o.ZstdDictionary); err != nil {
+			return fmt.Errorf("zstd dictionary: %w", err)
+		}
+	}
+	return nil
 }
 
 // checkPrefix rejects prefixes that are not a plain file name part. Prefixes

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -35,7 +36,10 @@ type Pool struct {
 	// warcinfo block (the same in every file) and its digest.
 	warcinfoBlock  []byte
 	warcinfoDigest string
-	start          time.Time // origin of fullSince
+	// fileHead starts every file before its warcinfo record: the
+	// dictionary frame of a .warc.zst file with a dictionary, else empty.
+	fileHead []byte
+	start    time.Time // origin of fullSince
 
 	// Intake: Enqueue holds mu for reading while it registers in enqueuers,
 	// Close takes it for writing to set closed, so once closed is set no new
@@ -99,6 +103,9 @@ func New(opts Options, logger *slog.Logger) (*Pool, error) {
 	}
 	p.warcinfoBlock = warcinfoBlock(o)
 	p.warcinfoDigest = o.Digest.Of(p.warcinfoBlock, o.Base32)
+	if o.ZstdDictionary != nil {
+		p.fileHead = warcscan.ZstdDictFrame(o.ZstdDictionary)
+	}
 	p.workers.Add(o.Workers)
 	for i := range o.Workers {
 		w := newWorker(p, i)
@@ -366,6 +373,7 @@ type counters struct {
 	capturesFailed  atomic.Uint64
 	records         [len(recordTypes)]atomic.Uint64
 	members         memberCounts
+	frames          frameCounts
 	bytes           atomic.Uint64
 	filesOpen       atomic.Int64
 	filesClosed     atomic.Uint64

@@ -27,7 +27,7 @@ const maxRecoverNames = 1000
 // RecoverOptions say which files Recover looks at.
 type RecoverOptions struct {
 	// FinalNames also checks the files under their final names
-	// (NAME.warc.gz, NAME.warc), which a writer with NoOpenSuffix writes
+	// (NAME.warc.gz, NAME.warc.zst, NAME.warc), which a writer with NoOpenSuffix writes
 	// while open: one whose lock is free and whose tail is not the end of
 	// a whole record is unfinished, and is cut back as an open-named one
 	// is (but keeps its name). Whole files are left as they are.
@@ -37,7 +37,7 @@ type RecoverOptions struct {
 // RecoverReport says what Recover found and did. Every file counted here,
 // except the whole ones, was also logged.
 type RecoverReport struct {
-	Found     int   // *.warc.gz.open and *.warc.open files found, and with FinalNames every other WARC file
+	Found     int   // *.warc.gz.open, *.warc.zst.open and *.warc.open files found, and with FinalNames every other WARC file
 	Whole     int   // final-named files (FinalNames) that end on a whole record, left as they are
 	Skipped   int   // left alone: locked by a live process (or closed by one meanwhile)
 	Recovered int   // cut back to their last whole record if needed, synced and renamed
@@ -63,21 +63,25 @@ type RecoveredFile struct {
 // it before a Pool starts writing into dir.
 //
 // A file whose flock another process holds (a live warcproxy sharing the
-// directory) is left alone. Any other "*.warc.gz.open" or "*.warc.open" file
-// is scanned from its start up to the end of its last whole record: in a
-// .warc.gz file every gzip member must decompress fully, pass its CRC and
-// hold exactly one whole record; in a .warc file the records follow each
-// other. A whole record is a "WARC/1.0" or "WARC/1.1" line, header fields
+// directory) is left alone. Any other "*.warc.gz.open", "*.warc.zst.open"
+// or "*.warc.open" file is scanned from its start up to the end of its last
+// whole record: in a .warc.gz file every gzip member must decompress fully,
+// pass its CRC and hold exactly one whole record; in a .warc.zst file every
+// zstd frame likewise (with its content size and checksum, and the file's
+// dictionary if it starts with one); in a .warc file the records follow
+// each other. A whole record is a "WARC/1.0" or "WARC/1.1" line, header fields
 // with WARC-Type, WARC-Record-ID, WARC-Date and one Content-Length, a blank
 // line, Content-Length bytes of block and "\r\n\r\n" (internal/warcscan,
 // which reads them, has the exact grammar). Block digests are not checked:
-// the gzip CRC covers a .gz file, and a crash cuts a file short rather than
-// changing what it holds. The file is cut there, synced and renamed to its
-// name without ".open" (NAME-recovered-N.warc[.gz] if that name is taken);
-// a file without one whole record is removed. Files are read as a stream,
+// the gzip CRC and the zstd checksum cover a compressed file, and a crash
+// cuts a file short rather than changing what it holds. The file is cut
+// there, synced and renamed to its name without ".open"
+// (NAME-recovered-N.warc[.gz|.zst] if that name is taken); a file without
+// one whole record (a zstd dictionary frame alone holds none) is removed. Files are read as a stream,
 // so memory does not grow with their size.
 //
-// With opts.FinalNames, every other WARC file (NAME.warc.gz, NAME.warc)
+// With opts.FinalNames, every other WARC file (NAME.warc.gz, NAME.warc.zst,
+// NAME.warc)
 // whose flock is free is checked too, from its tail (finishedTail): one
 // that ends on a whole record is left as it is, without reading the rest
 // of it; any other is scanned from its start and cut back as above, keeping
@@ -422,8 +426,9 @@ const tailSearch = 64 << 10
 
 // finishedTail reports whether the file f of codec c, size bytes long, ends
 // just after a whole record, reading only its end. It looks backwards for
-// where a record can start (gzip's magic number, or a "WARC/1." version
-// line) and scans from there to the end: a scan that reads whole records
+// where a record can start (gzip's or zstd's magic number, or a "WARC/1."
+// version line) and scans from there to the end (after a zstd file's
+// dictionary frame, which the frames need): a scan that reads whole records
 // up to the very end says whole; one that reads a whole record and then
 // stops before the end says not (the tail after that record is cut); one
 // that reads no record started at no record, or at the cut last one, and
@@ -432,10 +437,20 @@ const tailSearch = 64 << 10
 // that look like a record's start and end exactly at the cut: a record
 // whose payload embeds WARC records, cut where an embedded one ends.
 func finishedTail(f io.ReaderAt, size int64, c warcscan.Codec) (bool, error) {
-	var magic []byte
+	var (
+		magic []byte
+		head  int64 // the dictionary frame of a zstd file: no record starts in it
+	)
 	switch c {
 	case warcscan.Gzip:
 		magic = []byte{0x1f, 0x8b, 0x08} // gzip, deflate
+	case warcscan.Zstd:
+		magic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+		var p [8]byte
+		if _, err := f.ReadAt(p[:], 0); err != nil && err != io.EOF {
+			return false, err
+		}
+		head = min(warcscan.ZstdHeadLen(p[:]), size)
 	case warcscan.None:
 		magic = []byte("WARC/1.")
 	default:
@@ -457,10 +472,10 @@ func finishedTail(f io.ReaderAt, size int64, c warcscan.Codec) (bool, error) {
 			}
 			i = j + len(magic) - 1 // next: the matches that start before j
 			off := lo + int64(j)
-			if off >= hi {
-				continue // in the overlap with the last window: tried already
+			if off >= hi || off < head {
+				continue // in the overlap with the last window: tried already; or in the head
 			}
-			whole, stop, err := scanTail(f, off, size, c)
+			whole, stop, err := scanTail(f, head, off, size, c)
 			if err != nil || whole || stop {
 				return whole, err
 			}
@@ -470,11 +485,13 @@ func finishedTail(f io.ReaderAt, size int64, c warcscan.Codec) (bool, error) {
 	return false, nil
 }
 
-// scanTail scans f from off to size. whole: whole records up to the end;
-// stop: at least one whole record, then not the end of one (the file is
+// scanTail scans f from off to size, after the file's first head bytes
+// (a zstd dictionary frame). whole: whole records up to the end; stop: at
+// least one whole record, then not the end of one (the file is
 // unfinished).
-func scanTail(f io.ReaderAt, off, size int64, c warcscan.Codec) (whole, stop bool, err error) {
-	s := warcscan.New(io.NewSectionReader(f, off, size-off), warcscan.Options{Codec: c, SkipHeaders: true})
+func scanTail(f io.ReaderAt, head, off, size int64, c warcscan.Codec) (whole, stop bool, err error) {
+	r := io.MultiReader(io.NewSectionReader(f, 0, head), io.NewSectionReader(f, off, size-off))
+	s := warcscan.New(r, warcscan.Options{Codec: c, SkipHeaders: true})
 	for err == nil {
 		_, err = s.Next()
 	}

@@ -142,7 +142,7 @@ func TestRecoverFinalNames(t *testing.T) {
 // leaves them alone while the pool lives), and leaves whole files that a
 // later recovery leaves alone too.
 func TestPoolNoOpenSuffix(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, Workers: 2, NoOpenSuffix: true})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Workers: 2, NoOpenSuffix: true})
 	tr := newTracker()
 	for i := range 10 {
 		enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 1000}, tr))

@@ -17,21 +17,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // sample is a WARC file written by a Pool, with the end offset of each of
-// its records (of each gzip member in a .gz file).
+// its records (of each gzip member or zstd frame in a .gz or .zst file).
 type sample struct {
 	name string // final name, e.g. WARCPROX-...-00000-abcdefgh.warc.gz
 	data []byte
-	ends []int64 // ends[0] is the end of the warcinfo record
+	ends []int64 // ends[0] is the end of the warcinfo record (after a zstd dictionary frame)
 }
 
 // writeSample writes captures with the given body sizes into one file and
 // returns it. A large body is incompressible, so that a gzip member is long.
 func writeSample(t testing.TB, gz bool, uri string, bodySizes ...int) sample {
 	t.Helper()
-	p, dir := newPool(t, Options{Gzip: gz, Workers: 1})
+	return writeSampleWith(t, Options{Compression: codecOf(gz)}, uri, bodySizes...)
+}
+
+// writeSampleWith is writeSample with the compression options of o.
+func writeSampleWith(t testing.TB, o Options, uri string, bodySizes ...int) sample {
+	t.Helper()
+	o.Workers = 1
+	p, dir := newPool(t, o)
 	tr := newTracker()
 	for i, size := range bodySizes {
 		u := fmt.Sprintf("%s%d", uri, i)
@@ -283,7 +291,7 @@ func TestRecoverLockedFileLeftAlone(t *testing.T) {
 // TestRecoverLivePool: recovery run by a second process while a pool writes
 // into the directory leaves the pool's files alone.
 func TestRecoverLivePool(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, Workers: 2})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Workers: 2})
 	tr := newTracker()
 	for i := range 10 {
 		enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 1000}, tr))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // logBuffer collects what a pool logs, for assertions, and passes it on to
@@ -55,7 +56,7 @@ func TestStatsFailingRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys := newFaultFS()
 			logs := &logBuffer{t: t}
-			o := Options{Dir: t.TempDir(), FS: fsys, Workers: 1, Gzip: true, Hostname: "crawler1.example.org"}
+			o := Options{Dir: t.TempDir(), FS: fsys, Workers: 1, Compression: warcscan.Gzip, Hostname: "crawler1.example.org"}
 			o.backoffMin, o.backoffMax = time.Millisecond, 5*time.Millisecond
 			p, err := New(o, slog.New(slog.NewTextHandler(logs, nil)).With("component", "writer"))
 			require.NoError(t, err)
@@ -138,7 +139,7 @@ func TestStatsFailingRun(t *testing.T) {
 // capture is written, and the file holds it once.
 func TestStatsFailingWithPartialWrites(t *testing.T) {
 	fsys := newFaultFS() // its failing writes write half their bytes first
-	o := Options{FS: fsys, Workers: 1, Gzip: true}
+	o := Options{FS: fsys, Workers: 1, Compression: warcscan.Gzip}
 	o.backoffMin, o.backoffMax = time.Millisecond, 5*time.Millisecond
 	p, dir := newPool(t, o)
 	tr := newTracker()

@@ -114,8 +114,8 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		out:       newOutput(f, make([]byte, bufSize)),
 		lastWrite: time.Now(),
 	}
-	// The warcinfo record is buffered with the file's first capture and
-	// acknowledged with it.
+	// The file's head (a zstd dictionary frame) and warcinfo record are
+	// buffered with the file's first capture and acknowledged with it.
 	info := Record{
 		Type:        "warcinfo",
 		ID:          infoID,
@@ -126,7 +126,11 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		BlockLength: int64(len(p.warcinfoBlock)),
 		BlockDigest: p.warcinfoDigest,
 	}
-	if err := w.writeRecord(wf, &info); err != nil {
+	_, err = wf.out.Write(p.fileHead)
+	if err == nil {
+		err = w.writeRecord(wf, &info)
+	}
+	if err != nil {
 		_ = f.Close()
 		_ = p.opts.FS.Remove(path)
 		return nil, fmt.Errorf("writing warcinfo: %w", err)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 const copySize = 64 << 10 // per worker, for reading blocks
@@ -28,7 +30,8 @@ type worker struct {
 	// the queue, so that the queue keeps bounding what is held.
 	retrying bool
 
-	gz   *gzipSet  // gzip writers reused for every member; nil without Gzip
+	gz   *gzipSet  // gzip writers reused for every member; nil but with Gzip
+	zst  *zstdSet  // zstd encoders reused for every frame; nil but with Zstd
 	hdr  []byte    // reused header buffer
 	cbuf []byte    // reused copy buffer
 	hash hash.Hash // reused for digests the pool computes
@@ -51,8 +54,11 @@ func newWorker(p *Pool, id int) *worker {
 		cbuf:  make([]byte, copySize),
 		hash:  p.opts.Digest.New(),
 	}
-	if p.opts.Gzip {
+	switch p.opts.Compression {
+	case warcscan.Gzip:
 		w.gz = newGzipSet(p.opts.GzipLevel, &p.stats.members)
+	case warcscan.Zstd:
+		w.zst = newZstdSet(p.opts.ZstdLevel, p.opts.ZstdDictionary, &p.stats.frames)
 	}
 	if p.opts.RolloverIdle > 0 {
 		w.idle = time.NewTimer(p.opts.RolloverIdle)

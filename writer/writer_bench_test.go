@@ -8,9 +8,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
-// BenchmarkPool measures the pool end to end, gzip on: one op is one capture
+// BenchmarkPool measures the pool end to end, with gzip or zstd at their
+// default levels: one op is one capture
 // (a response with the body plus a small request) enqueued by one producer. SetBytes counts the capture's block bytes, so MB/s
 // is uncompressed input. captures/s and MB/s are also reported over the
 // whole run including the drain at Close, since the queue holds a tail
@@ -22,23 +25,25 @@ func BenchmarkPool(b *testing.B) {
 	}{{"2KB", 2 << 10}, {"16KB", 16 << 10}, {"1MB", 1 << 20}} {
 		for _, compressible := range []bool{false, true} {
 			for _, workers := range []int{1, 2, 4} {
-				name := fmt.Sprintf("body=%s/compressible=%v/workers=%d", size.name, compressible, workers)
-				b.Run(name, func(b *testing.B) {
-					benchPool(b, size.n, compressible, workers)
-				})
+				for _, c := range []warcscan.Codec{warcscan.Gzip, warcscan.Zstd} {
+					name := fmt.Sprintf("body=%s/compressible=%v/workers=%d/compression=%s", size.name, compressible, workers, c.Name())
+					b.Run(name, func(b *testing.B) {
+						benchPool(b, size.n, compressible, workers, c)
+					})
+				}
 			}
 		}
 	}
 }
 
-func benchPool(b *testing.B, size int, compressible bool, workers int) {
+func benchPool(b *testing.B, size int, compressible bool, workers int, c warcscan.Codec) {
 	p, err := New(Options{
-		Dir:       b.TempDir(),
-		Gzip:      true,
-		Workers:   workers,
-		QueueSize: 8 * workers,
-		Hostname:  "bench.example.org",
-		Base32:    true,
+		Dir:         b.TempDir(),
+		Compression: c,
+		Workers:     workers,
+		QueueSize:   8 * workers,
+		Hostname:    "bench.example.org",
+		Base32:      true,
 	}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -106,10 +111,10 @@ func benchPool(b *testing.B, size int, compressible bool, workers int) {
 // BenchmarkWriteRecord measures one worker's record encoding alone, into a
 // buffer that is never flushed: the floor under the pool's numbers.
 func BenchmarkWriteRecord(b *testing.B) {
-	for _, gz := range []bool{false, true} {
-		b.Run(fmt.Sprintf("body=2KB/gzip=%v", gz), func(b *testing.B) {
+	for _, c := range []warcscan.Codec{warcscan.None, warcscan.Gzip, warcscan.Zstd} {
+		b.Run(fmt.Sprintf("body=2KB/compression=%s", c.Name()), func(b *testing.B) {
 			p := &Pool{
-				opts: Options{Gzip: gz, GzipLevel: -1, WARCVersion: "1.0", Digest: "sha1", Base32: true},
+				opts: Options{Compression: c, GzipLevel: -1, ZstdLevel: DefaultZstdLevel, WARCVersion: "1.0", Digest: "sha1", Base32: true},
 				log:  slog.New(slog.DiscardHandler),
 			}
 			w := newWorker(p, 0)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/digest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 func TestMain(m *testing.M) {
@@ -98,22 +99,24 @@ func TestFormat(t *testing.T) {
 		"sha256/hex":    regexp.MustCompile(`^sha256:[0-9a-f]{64}$`),
 	}
 	tests := []struct {
-		gzip    bool
+		codec   warcscan.Codec
 		version string
 		alg     digest.Algorithm
 		base32  bool
 	}{
-		{gzip: true, version: "", alg: "", base32: true}, // defaults: 1.0, sha1
-		{gzip: false, version: "1.0", alg: digest.SHA1, base32: false},
-		{gzip: true, version: "1.1", alg: digest.SHA256, base32: true},
-		{gzip: false, version: "1.1", alg: digest.SHA256, base32: false},
-		{gzip: true, version: "1.0", alg: digest.SHA256, base32: false},
+		{codec: warcscan.Gzip, version: "", alg: "", base32: true}, // defaults: 1.0, sha1
+		{codec: warcscan.None, version: "1.0", alg: digest.SHA1, base32: false},
+		{codec: warcscan.Gzip, version: "1.1", alg: digest.SHA256, base32: true},
+		{codec: warcscan.None, version: "1.1", alg: digest.SHA256, base32: false},
+		{codec: warcscan.Gzip, version: "1.0", alg: digest.SHA256, base32: false},
+		{codec: warcscan.Zstd, version: "", alg: "", base32: true},
+		{codec: warcscan.Zstd, version: "1.1", alg: digest.SHA256, base32: false},
 	}
 	for _, tt := range tests {
-		name := fmt.Sprintf("gzip=%v/version=%s/digest=%s/base32=%v", tt.gzip, tt.version, tt.alg, tt.base32)
+		name := fmt.Sprintf("compression=%s/version=%s/digest=%s/base32=%v", tt.codec.Name(), tt.version, tt.alg, tt.base32)
 		t.Run(name, func(t *testing.T) {
 			p, dir := newPool(t, Options{
-				Workers: 1, Gzip: tt.gzip, WARCVersion: tt.version, Digest: tt.alg, Base32: tt.base32,
+				Workers: 1, Compression: tt.codec, WARCVersion: tt.version, Digest: tt.alg, Base32: tt.base32,
 				Software:       "warcproxy/test",
 				WarcinfoFields: []Field{{"operator", "Test Archive <archive@example.org>"}, {"isPartOf", "crawl-7"}},
 			})
@@ -142,11 +145,7 @@ func TestFormat(t *testing.T) {
 			files := checkFiles(t, dir, n)
 			require.Len(t, files, 1)
 			for name, recs := range files {
-				ext := ".warc"
-				if tt.gzip {
-					ext = ".warc.gz"
-				}
-				require.True(t, strings.HasSuffix(name, ext), name)
+				require.True(t, strings.HasSuffix(name, ".warc"+tt.codec.Ext()), name)
 				info := recs[0]
 				require.Equal(t, "application/warc-fields", info.Header["Content-Type"])
 				require.Equal(t, "software: warcproxy/test\r\n"+
@@ -171,7 +170,7 @@ func TestFormat(t *testing.T) {
 				}
 
 				// Header lines in the contract's order, one gzip member
-				// per record.
+				// (or zstd frame: warccheck) per record.
 				raw := rawRecords(t, filepath.Join(dir, name))
 				require.Len(t, raw, len(recs))
 				require.Equal(t, []string{"WARC-Type", "WARC-Record-ID", "WARC-Date", "WARC-Filename",
@@ -191,7 +190,7 @@ func TestFormat(t *testing.T) {
 }
 
 func TestGivenDigestsAndIDsAreKept(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, Digest: digest.SHA256})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Digest: digest.SHA256})
 	tr := newTracker()
 	c := makeCapture(t, captureSpec{uri: "http://example.org/", bodySize: 3000, giveDigest: true, giveIDs: true}, tr)
 	want := slices.Clone(c.Records)
@@ -229,20 +228,21 @@ func TestFilenameTemplate(t *testing.T) {
 		name     string
 		template string
 		prefix   string // Capture.Prefix
-		gzip     bool
+		codec    warcscan.Codec
 		want     string // regexp of the file name
 	}{
-		{"default", "", "", true, `^WARCPROX-\d{17}-00000-[a-z0-9]{8}\.warc\.gz$`},
-		{"default/capture prefix", "", "job-7", false, `^job-7-\d{17}-00000-[a-z0-9]{8}\.warc$`},
-		{"timestamp14", "{prefix}-{timestamp14}-{serialno}", "", true, `^WARCPROX-\d{14}-00000\.warc\.gz$`},
-		{"hosts and port", "{prefix}-{hostname}-{shorthostname}-{port}-{serialno}", "p", true,
+		{"default", "", "", warcscan.Gzip, `^WARCPROX-\d{17}-00000-[a-z0-9]{8}\.warc\.gz$`},
+		{"default/capture prefix", "", "job-7", warcscan.None, `^job-7-\d{17}-00000-[a-z0-9]{8}\.warc$`},
+		{"default/zstd", "", "", warcscan.Zstd, `^WARCPROX-\d{17}-00000-[a-z0-9]{8}\.warc\.zst$`},
+		{"timestamp14", "{prefix}-{timestamp14}-{serialno}", "", warcscan.Gzip, `^WARCPROX-\d{14}-00000\.warc\.gz$`},
+		{"hosts and port", "{prefix}-{hostname}-{shorthostname}-{port}-{serialno}", "p", warcscan.Gzip,
 			`^p-crawler1\.example\.org-crawler1-8000-00000\.warc\.gz$`},
-		{"braces", "{{x}}-{serialno}", "", true, `^\{x\}-00000\.warc\.gz$`},
-		{"randomtoken", "{randomtoken}", "", true, `^[a-z0-9]{8}\.warc\.gz$`},
+		{"braces", "{{x}}-{serialno}", "", warcscan.Gzip, `^\{x\}-00000\.warc\.gz$`},
+		{"randomtoken", "{randomtoken}", "", warcscan.Gzip, `^[a-z0-9]{8}\.warc\.gz$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, dir := newPool(t, Options{FilenameTemplate: tt.template, Gzip: tt.gzip, Port: 8000})
+			p, dir := newPool(t, Options{FilenameTemplate: tt.template, Compression: tt.codec, Port: 8000})
 			c := makeCapture(t, captureSpec{uri: "http://example.org/", prefix: tt.prefix, bodySize: 10}, nil)
 			enqueueAll(t, p, c)
 			closePool(t, p)
@@ -271,7 +271,7 @@ func TestFilenameTemplate(t *testing.T) {
 		for _, name := range []string{"x-00000.warc.gz", "x-00001.warc.gz.open"} {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("keep"), 0o644))
 		}
-		p, _ := newPool(t, Options{Dir: dir, FilenameTemplate: "{prefix}-{serialno}", Prefix: "x", Gzip: true})
+		p, _ := newPool(t, Options{Dir: dir, FilenameTemplate: "{prefix}-{serialno}", Prefix: "x", Compression: warcscan.Gzip})
 		enqueueAll(t, p, makeCapture(t, captureSpec{uri: "http://example.org/", bodySize: 10}, nil))
 		closePool(t, p)
 		require.ElementsMatch(t, []string{"x-00000.warc.gz", "x-00001.warc.gz.open", "x-00002.warc.gz"}, dirNames(t, dir))
@@ -355,7 +355,7 @@ func TestEnqueueRejectsBadCaptures(t *testing.T) {
 // TestWorkers writes many captures from many goroutines through 4 workers
 // and two prefixes, with files rolling over often.
 func TestWorkers(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, Workers: 4, QueueSize: 16, RolloverSize: 64 << 10, Base32: true})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Workers: 4, QueueSize: 16, RolloverSize: 64 << 10, Base32: true})
 	tr := newTracker()
 	const producers, perProducer = 8, 150
 	var wg sync.WaitGroup
@@ -409,7 +409,7 @@ func TestWorkers(t *testing.T) {
 }
 
 func TestRolloverBySize(t *testing.T) {
-	p, dir := newPool(t, Options{Workers: 1, Gzip: true, RolloverSize: 20 << 10, FilenameTemplate: "{prefix}-{serialno}"})
+	p, dir := newPool(t, Options{Workers: 1, Compression: warcscan.Gzip, RolloverSize: 20 << 10, FilenameTemplate: "{prefix}-{serialno}"})
 	tr := newTracker()
 	small := func(i int) *Capture {
 		return makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/small/%d", i), bodySize: 3000, seed: uint64(i)}, tr)
@@ -548,7 +548,7 @@ func TestFullForClearsWhenDrained(t *testing.T) {
 func TestCloseDrains(t *testing.T) {
 	fsys := newFaultFS()
 	fsys.gate = make(chan struct{})
-	p, dir := newPool(t, Options{FS: fsys, Workers: 2, QueueSize: 100, Gzip: true})
+	p, dir := newPool(t, Options{FS: fsys, Workers: 2, QueueSize: 100, Compression: warcscan.Gzip})
 	tr := newTracker()
 	const n = 60
 	for i := range n {
@@ -585,7 +585,7 @@ func TestCloseDrains(t *testing.T) {
 func TestForcedClose(t *testing.T) {
 	fsys := newFaultFS()
 	fsys.gate = make(chan struct{})
-	p, dir := newPool(t, Options{FS: fsys, Workers: 1, QueueSize: 100, Gzip: true})
+	p, dir := newPool(t, Options{FS: fsys, Workers: 1, QueueSize: 100, Compression: warcscan.Gzip})
 	tr := newTracker()
 	const n = 30
 	for i := range n {
@@ -653,7 +653,7 @@ func TestForcedCloseWhileFailing(t *testing.T) {
 // and every capture is written once.
 func TestMaxOpenFiles(t *testing.T) {
 	fsys := newFaultFS()
-	p, dir := newPool(t, Options{FS: fsys, Gzip: true, Workers: 2, MaxOpenFiles: 4})
+	p, dir := newPool(t, Options{FS: fsys, Compression: warcscan.Gzip, Workers: 2, MaxOpenFiles: 4})
 	tr := newTracker()
 	const n, prefixes = 120, 10
 	for i := range n {
@@ -678,25 +678,31 @@ func TestWriteErrors(t *testing.T) {
 		op      string
 		fault   fault
 		errno   syscall.Errno
-		gzip    bool
+		codec   warcscan.Codec
 		closed  int // files expected, 0 = do not check
 		maxOpen int
+		dict    bool // a zstd dictionary
 	}{
-		{"ENOSPC on the first write", "write", fault{skip: 0, fail: 1, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 0},
-		{"ENOSPC mid file", "write", fault{skip: 5, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 0},
-		{"EIO mid file, no gzip", "write", fault{skip: 7, fail: 2, err: syscall.EIO}, syscall.EIO, false, 0, 0},
-		{"ENOSPC on create", "open", fault{skip: 1, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 0},
-		{"EIO on sync", "sync", fault{skip: 0, fail: 2, err: syscall.EIO}, syscall.EIO, true, 0, 0},
-		{"EIO on rename", "rename", fault{skip: 1, fail: 1, err: syscall.EIO}, syscall.EIO, true, 0, 0},
+		{"ENOSPC on the first write", "write", fault{skip: 0, fail: 1, err: syscall.ENOSPC}, syscall.ENOSPC, warcscan.Gzip, 0, 0, false},
+		{"ENOSPC mid file", "write", fault{skip: 5, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, warcscan.Gzip, 0, 0, false},
+		{"EIO mid file, no gzip", "write", fault{skip: 7, fail: 2, err: syscall.EIO}, syscall.EIO, warcscan.None, 0, 0, false},
+		{"ENOSPC mid file, zstd", "write", fault{skip: 5, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, warcscan.Zstd, 0, 0, false},
+		{"ENOSPC on the first write, zstd with a dictionary", "write", fault{skip: 0, fail: 2, err: syscall.ENOSPC}, syscall.ENOSPC, warcscan.Zstd, 0, 0, true},
+		{"ENOSPC on create", "open", fault{skip: 1, fail: 3, err: syscall.ENOSPC}, syscall.ENOSPC, warcscan.Gzip, 0, 0, false},
+		{"EIO on sync", "sync", fault{skip: 0, fail: 2, err: syscall.EIO}, syscall.EIO, warcscan.Gzip, 0, 0, false},
+		{"EIO on rename", "rename", fault{skip: 1, fail: 1, err: syscall.EIO}, syscall.EIO, warcscan.Gzip, 0, 0, false},
 		// One open file per worker: every change of prefix closes one.
-		{"ENOSPC while closing a file for another prefix", "write", fault{skip: 4, fail: 2, err: syscall.ENOSPC}, syscall.ENOSPC, true, 0, 2},
-		{"EIO on sync while closing for another prefix", "sync", fault{skip: 3, fail: 1, err: syscall.EIO}, syscall.EIO, true, 0, 2},
+		{"ENOSPC while closing a file for another prefix", "write", fault{skip: 4, fail: 2, err: syscall.ENOSPC}, syscall.ENOSPC, warcscan.Gzip, 0, 2, false},
+		{"EIO on sync while closing for another prefix", "sync", fault{skip: 3, fail: 1, err: syscall.EIO}, syscall.EIO, warcscan.Gzip, 0, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys := newFaultFS()
 			fsys.set(tt.op, tt.fault)
-			o := Options{FS: fsys, Gzip: tt.gzip, Workers: 2, QueueSize: 4, RolloverSize: 600 << 10, MaxOpenFiles: tt.maxOpen}
+			o := Options{FS: fsys, Compression: tt.codec, Workers: 2, QueueSize: 4, RolloverSize: 600 << 10, MaxOpenFiles: tt.maxOpen}
+			if tt.dict {
+				o.ZstdDictionary = testDict(t)
+			}
 			o.backoffMin, o.backoffMax = time.Millisecond, 4*time.Millisecond
 			p, dir := newPool(t, o)
 			tr := newTracker()
@@ -734,9 +740,9 @@ type errReaderAt struct{}
 func (errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, errors.New("spool gone") }
 
 func TestUnreadableBlock(t *testing.T) {
-	for _, gz := range []bool{false, true} {
-		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
-			p, dir := newPool(t, Options{Gzip: gz, Workers: 1})
+	for _, c := range []warcscan.Codec{warcscan.None, warcscan.Gzip, warcscan.Zstd} {
+		t.Run("compression="+c.Name(), func(t *testing.T) {
+			p, dir := newPool(t, Options{Compression: c, Workers: 1})
 			tr := newTracker()
 			bad := makeCapture(t, captureSpec{uri: "http://example.org/bad", bodySize: 10}, tr)
 			bad.Records[1].Block = errReaderAt{}     // fails after the response is written
@@ -821,7 +827,7 @@ func TestFilesLeftOpen(t *testing.T) {
 			for op, f := range tt.faults {
 				fsys.set(op, f)
 			}
-			o := Options{FS: fsys, Gzip: true, Workers: 1, QueueSize: 4}
+			o := Options{FS: fsys, Compression: warcscan.Gzip, Workers: 1, QueueSize: 4}
 			o.backoffMin, o.backoffMax = time.Millisecond, time.Millisecond
 			p, dir := newPool(t, o)
 			tr := newTracker()
@@ -852,7 +858,7 @@ func TestFilesLeftOpen(t *testing.T) {
 }
 
 func TestFileWithoutCapturesIsRemoved(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, Workers: 1})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Workers: 1})
 	tr := newTracker()
 	bad := makeCapture(t, captureSpec{uri: "http://example.org/bad", bodySize: 10}, tr)
 	bad.Records[0].Block = errReaderAt{}
@@ -917,7 +923,7 @@ func TestQueueMaxBytes(t *testing.T) {
 }
 
 func TestCaptureLocationAndSubdirPrefix(t *testing.T) {
-	p, dir := newPool(t, Options{Gzip: true, SubdirPrefix: true, Workers: 1})
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, SubdirPrefix: true, Workers: 1})
 	var cs []*Capture
 	done := make(chan error, 3)
 	for i, prefix := range []string{"", "job-a", "job-a"} {
@@ -957,7 +963,7 @@ func TestCaptureLocationAndSubdirPrefix(t *testing.T) {
 func TestOnCloseNamesEachClosedFile(t *testing.T) {
 	var mu sync.Mutex
 	var closed []string
-	p, dir := newPool(t, Options{Gzip: true, Workers: 1, RolloverSize: 2000, OnClose: func(path string) {
+	p, dir := newPool(t, Options{Compression: warcscan.Gzip, Workers: 1, RolloverSize: 2000, OnClose: func(path string) {
 		mu.Lock()
 		defer mu.Unlock()
 		closed = append(closed, path)

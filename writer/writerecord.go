@@ -16,9 +16,10 @@ type readError struct{ err error }
 func (e *readError) Error() string { return "reading block: " + e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
-// writeRecord appends one record to wf: one gzip member when Gzip, at the
-// level its block calls for (gzipSet.open). It fills
-// in the record's ID, Date and BlockDigest if they are empty.
+// writeRecord appends one record to wf: one gzip member with Gzip, at the
+// level its block calls for (gzipSet.open), or one zstd frame with Zstd.
+// The record's bytes are the same whatever the compression. It fills in
+// the record's ID, Date and BlockDigest if they are empty.
 func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	if r.ID == "" {
 		id, err := newRecordID()
@@ -40,10 +41,14 @@ func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	}
 	w.hdr = appendHeader(w.hdr[:0], header{version: w.p.opts.WARCVersion, warcinfoID: wf.warcinfoID}, r)
 
-	if w.gz == nil {
-		return w.writeParts(wf.out, r)
+	body := func(dst io.Writer) error { return w.writeParts(dst, r) }
+	switch {
+	case w.gz != nil:
+		return w.gz.write(wf.out, r, body)
+	case w.zst != nil:
+		return w.zst.write(wf.out, int64(len(w.hdr))+r.BlockLength+int64(len(recordEnd)), body)
 	}
-	return w.gz.write(wf.out, r, func(m io.Writer) error { return w.writeParts(m, r) })
+	return body(wf.out)
 }
 
 // writeParts writes the record's header, block and end to dst.

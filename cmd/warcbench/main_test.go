@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/bench"
+	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
 )
@@ -119,11 +120,18 @@ func TestOriginCommand(t *testing.T) {
 }
 
 // TestRunProxyAndReplay loads a real warcproxy through the command, then
-// replays the WARCs it wrote with --replay and --replay-target.
+// replays the WARCs it wrote (.warc.gz, .warc.zst) with --replay and
+// --replay-target.
 func TestRunProxyAndReplay(t *testing.T) {
+	for _, compression := range []string{"gzip", "zstd"} {
+		t.Run("compression="+compression, func(t *testing.T) { testRunProxyAndReplay(t, compression) })
+	}
+}
+
+func testRunProxyAndReplay(t *testing.T, compression string) {
 	origin := httptest.NewServer(bench.NewOrigin())
 	defer origin.Close()
-	p := proxytest.Start(t, nil)
+	p := proxytest.Start(t, func(c *config.Config) { c.Compression = compression })
 	var stdout, stderr bytes.Buffer
 	code := realMain(context.Background(), []string{"run", "--json", "--proxy", p.URL.String(), "-n", "6", origin.URL + "/bytes/1KB", origin.URL + "/status/404"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
@@ -143,6 +151,9 @@ func TestRunProxyAndReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(p.Dir, "*.warc*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
+	for _, f := range files {
+		require.True(t, strings.HasSuffix(f, map[string]string{"gzip": ".warc.gz", "zstd": ".warc.zst"}[compression]), f)
+	}
 	replayTo := httptest.NewServer(bench.NewOrigin())
 	defer replayTo.Close()
 	args := append([]string{"run", "--json", "-n", "6", "--replay-target", replayTo.Listener.Addr().String(), "--replay"}, files...)

@@ -61,11 +61,11 @@ func newRunFlags(stderr io.Writer) (*flag.FlagSet, *runFlags) {
 		jsonOut:      fs.Bool("json", false, "print one JSON object instead of text"),
 	}
 	fs.IntVar(f.concurrency, "c", 10, "short for --concurrency")
-	fs.Var(&f.replay, "replay", "WARC file (.warc or .warc.gz) whose request records are re-issued; repeatable, and with --replay the arguments are WARC files too")
+	fs.Var(&f.replay, "replay", "WARC file (.warc, .warc.gz or .warc.zst) whose request records are re-issued; repeatable, and with --replay the arguments are WARC files too")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: warcbench run [flags] URL...
        warcbench run [flags] --urls FILE
-       warcbench run [flags] --replay FILE.warc[.gz] [FILE.warc[.gz]...] [--replay-target HOST:PORT]
+       warcbench run [flags] --replay FILE.warc[.gz|.zst] [FILE...] [--replay-target HOST:PORT]
 
 Prints requests, successes, errors by kind (dial, timeout, tls, proxy,
 status_4xx, status_5xx, read), URLs/s (successes), MB/s (body bytes) and

@@ -58,7 +58,7 @@ type sweepFlags struct {
 	duration, timeout             *time.Duration
 	n                             *int64
 	// Comma lists: a case per combination of their values.
-	maxConns, workers, gzip, gzipLevel, conc, size, text, mode, tlsList *string
+	maxConns, workers, compression, gzip, gzipLevel, zstdLevel, conc, size, text, mode, tlsList *string
 }
 
 // newSweepFlags declares the flags and usage of warcbench sweep.
@@ -66,25 +66,27 @@ func newSweepFlags(stderr io.Writer) (*flag.FlagSet, *sweepFlags) {
 	fs := flag.NewFlagSet("warcbench sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &sweepFlags{
-		proxyBin:  fs.String("proxy-bin", "./bin/warcproxy", "the warcproxy binary to start for each case"),
-		outDir:    fs.String("out", "./bench-out", "output dir: sweep.csv, sweep.svg, the CA file and per-case WARC dirs"),
-		keep:      fs.Bool("keep", false, "keep the per-case WARC dirs (by default deleted once checked, unless the check failed)"),
-		duration:  fs.Duration("duration", 0, "load per case (default 20s unless -n is given)"),
-		n:         fs.Int64("n", 0, "requests per case (with --duration: whichever ends first)"),
-		timeout:   fs.Duration("timeout", 30*time.Second, "per-request timeout"),
-		maxConns:  fs.String("max-conns", "1000", "proxy --max-conns values, comma separated"),
-		workers:   fs.String("writer-workers", "1,2,4", "proxy --writer-workers values"),
-		gzip:      fs.String("gzip", "true", "proxy --gzip values: true, false or true,false"),
-		gzipLevel: fs.String("gzip-level", "0", "proxy --gzip-level values (0: the library default)"),
-		conc:      fs.String("concurrency", "50", "load concurrency values (may exceed --max-conns)"),
-		size:      fs.String("size", "16KB", "body sizes (/bytes/SIZE), e.g. 16KB,256KB,4MB"),
-		text:      fs.String("text", "false", "text-like (compressible) bodies: true, false or both"),
-		mode:      fs.String("mode", bench.ModeKeepAlive, "client modes: keepalive, new-conn or both"),
-		tlsList:   fs.String("tls", "false", "HTTPS through the MITM (true) or plain HTTP (false), or both"),
-		path:      fs.String("path", "", "origin path instead of /bytes/SIZE, e.g. /delay/100"),
-		extra:     fs.String("extra-args", "", "more arguments for every proxy, split on spaces, e.g. \"--method-filter POST\""),
-		baselines: fs.Bool("baselines", true, "per load group, rows for direct load and for a proxy with --prefix - (no recording)"),
-		verbose:   fs.Bool("v", false, "log each proxy start"),
+		proxyBin:    fs.String("proxy-bin", "./bin/warcproxy", "the warcproxy binary to start for each case"),
+		outDir:      fs.String("out", "./bench-out", "output dir: sweep.csv, sweep.svg, the CA file and per-case WARC dirs"),
+		keep:        fs.Bool("keep", false, "keep the per-case WARC dirs (by default deleted once checked, unless the check failed)"),
+		duration:    fs.Duration("duration", 0, "load per case (default 20s unless -n is given)"),
+		n:           fs.Int64("n", 0, "requests per case (with --duration: whichever ends first)"),
+		timeout:     fs.Duration("timeout", 30*time.Second, "per-request timeout"),
+		maxConns:    fs.String("max-conns", "1000", "proxy --max-conns values, comma separated"),
+		workers:     fs.String("writer-workers", "1,2,4", "proxy --writer-workers values"),
+		compression: fs.String("compression", "", "proxy --compression values: gzip, zstd, none, e.g. gzip,zstd (gzip if neither this nor --gzip is given)"),
+		gzip:        fs.String("gzip", "", "older form of --compression: true (gzip), false (none) or true,false"),
+		gzipLevel:   fs.String("gzip-level", "0", "proxy --gzip-level values, for gzip (0: the library default)"),
+		zstdLevel:   fs.String("zstd-level", "3", "proxy --zstd-level values, for zstd (1-22, as the zstd command's)"),
+		conc:        fs.String("concurrency", "50", "load concurrency values (may exceed --max-conns)"),
+		size:        fs.String("size", "16KB", "body sizes (/bytes/SIZE), e.g. 16KB,256KB,4MB"),
+		text:        fs.String("text", "false", "text-like (compressible) bodies: true, false or both"),
+		mode:        fs.String("mode", bench.ModeKeepAlive, "client modes: keepalive, new-conn or both"),
+		tlsList:     fs.String("tls", "false", "HTTPS through the MITM (true) or plain HTTP (false), or both"),
+		path:        fs.String("path", "", "origin path instead of /bytes/SIZE, e.g. /delay/100"),
+		extra:       fs.String("extra-args", "", "more arguments for every proxy, split on spaces, e.g. \"--method-filter POST\""),
+		baselines:   fs.Bool("baselines", true, "per load group, rows for direct load and for a proxy with --prefix - (no recording)"),
+		verbose:     fs.Bool("v", false, "log each proxy start"),
 	}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: warcbench sweep [flags]
@@ -169,7 +171,10 @@ func (f *sweepFlags) config() (bench.SweepConfig, error) {
 	if cfg.Concurrency, err = intList("concurrency", *f.conc); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.Gzip, err = boolList("gzip", *f.gzip); err != nil {
+	if cfg.ZstdLevel, err = intList("zstd-level", *f.zstdLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Compression, err = f.compressions(); err != nil {
 		errs = append(errs, err)
 	}
 	if cfg.Text, err = boolList("text", *f.text); err != nil {
@@ -188,6 +193,24 @@ func (f *sweepFlags) config() (bench.SweepConfig, error) {
 		return cfg, badFlag("--proxy-bin: %v (build it with make build)", err)
 	}
 	return cfg, nil
+}
+
+// compressions are the --compression values, or those --gzip stands for.
+func (f *sweepFlags) compressions() ([]string, error) {
+	switch {
+	case *f.gzip != "" && *f.compression != "":
+		return nil, errors.New("--gzip and --compression: give --compression alone (--gzip true is gzip, false none)")
+	case *f.gzip == "" && *f.compression == "":
+		return []string{"gzip"}, nil
+	case *f.compression != "":
+		return splitList(*f.compression), nil
+	}
+	gz, err := boolList("gzip", *f.gzip)
+	var out []string
+	for _, b := range gz {
+		out = append(out, map[bool]string{true: "gzip", false: "none"}[b])
+	}
+	return out, err
 }
 
 func writeOutputs(dir string, rows []bench.SweepRow) error {

@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,6 +50,38 @@ func TestSweepCommand(t *testing.T) {
 	require.Contains(t, string(svg), ">workers=1 tls=true c=4<")
 }
 
+// TestSweepCommandCompression: --compression gzip,zstd starts the proxy
+// with each, and the rows report its throughput and bytes on disk (a
+// text body, which both compress).
+func TestSweepCommandCompression(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{
+		"sweep", "--proxy-bin", proxyBin, "--out", out, "-n", "40", "--concurrency", "4", "--writer-workers", "1",
+		"--compression", "gzip,zstd,none", "--text", "true", "--baselines=false",
+	}, &stdout, &stderr)
+	require.Equal(t, 0, code, "%s\n%s", stdout.String(), stderr.String())
+	recs := readCSV(t, filepath.Join(out, "sweep.csv"))
+	require.Len(t, recs, 1+3)
+	perURL := map[string]float64{}
+	for _, r := range recs[1:] {
+		require.Equal(t, "true", r[10], "records ok: %q", r)
+		kb, err := strconv.ParseFloat(r[11], 64)
+		require.NoError(t, err)
+		mbps, err := strconv.ParseFloat(r[2], 64)
+		require.NoError(t, err)
+		require.Positive(t, mbps, "URLs/s of %s", r[0])
+		for _, f := range strings.Fields(r[0]) {
+			if strings.HasPrefix(f, "compression=") {
+				perURL[f] = kb
+			}
+		}
+	}
+	t.Logf("WARC KB per URL: %v", perURL)
+	require.Less(t, perURL["compression=gzip"], perURL["compression=none"]/2)
+	require.Less(t, perURL["compression=zstd"], perURL["compression=none"]/2)
+}
+
 func TestSweepCommandRecordsCheckFails(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -69,6 +103,9 @@ func TestSweepBadFlags(t *testing.T) {
 		{"--proxy-bin", "/nonexistent/warcproxy"},
 		{"--proxy-bin", proxyBin, "--writer-workers", "1,x"},
 		{"--proxy-bin", proxyBin, "--gzip", "maybe"},
+		{"--proxy-bin", proxyBin, "--compression", "lz4"},
+		{"--proxy-bin", proxyBin, "--gzip", "true", "--compression", "zstd"},
+		{"--proxy-bin", proxyBin, "--zstd-level", "high"},
 		{"--proxy-bin", proxyBin, "--mode", "http3"},
 		{"--proxy-bin", proxyBin, "--path", "delay/1"},
 		{"--proxy-bin", proxyBin, "stray"},

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/internal/testutil/zstdcli"
 )
 
 // bigBodyOrigin serves a different incompressible body of size bytes for
@@ -83,10 +84,10 @@ func openFiles(t *testing.T, dir string) map[string]int64 {
 }
 
 // warcFiles lists the WARC files under dir by their final names
-// (*.warc.gz, *.warc), with sizes.
+// (*.warc.gz, *.warc.zst, *.warc), with sizes.
 func warcFiles(t *testing.T, dir string) map[string]int64 {
 	return filesNamed(t, dir, func(name string) bool {
-		return strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc")
+		return strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc.zst") || strings.HasSuffix(name, ".warc")
 	})
 }
 
@@ -120,19 +121,40 @@ func waitFor(cond func() bool) {
 }
 
 // TestKill9Recovery: kill -9 under load leaves .open files, some cut inside
-// a record; a restart on the same --dir recovers them before it serves, so
-// that after a clean stop every file is closed and every record verifies.
-// It needs writer.Recover to be called from internal/app before the writer
-// pool starts.
+// a record (a gzip member or a zstd frame); a restart on the same --dir
+// recovers them before it serves, so that after a clean stop every file is
+// closed and every record verifies. It needs writer.Recover to be called
+// from internal/app before the writer pool starts.
 func TestKill9Recovery(t *testing.T) {
+	forCompressions(t, testKill9Recovery)
+}
+
+// forCompressions runs test once with gzip and once with zstd, given the
+// flags of each. Slow writers (the strongest levels, on incompressible
+// bodies) fall behind the clients, so at a kill they are mid-record rather
+// than idle with everything flushed. zstd has a dictionary: recovery must
+// read it from the start of a file to check the frames after it.
+func forCompressions(t *testing.T, test func(t *testing.T, compression []string)) {
+	// No "=" in the subtests' names: it would be in their paths, which
+	// slog then quotes.
+	t.Run("gzip", func(t *testing.T) { test(t, []string{"--gzip-level", "9"}) })
+	t.Run("zstd", func(t *testing.T) {
+		var samples [][]byte
+		for i := range 100 {
+			samples = append(samples, fmt.Appendf(nil, "WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: http://127.0.0.1/c%d/%d\r\n\r\nGET /c%d/%d HTTP/1.1\r\n", i%32, i, i%32, i))
+		}
+		dict := filepath.Join(t.TempDir(), "warc.dict")
+		require.NoError(t, os.WriteFile(dict, zstdcli.Train(t, samples, 2048), 0o644))
+		test(t, []string{"--compression", "zstd", "--zstd-level", "19", "--zstd-dictionary", dict})
+	})
+}
+
+func testKill9Recovery(t *testing.T, compression []string) {
 	origin := bigBodyOrigin(t, 200<<10)
 	dir := t.TempDir()
 	warcs := filepath.Join(dir, "warcs")
-	// Slow writers (gzip level 9 on incompressible bodies) fall behind the
-	// clients, so at the kill they are mid-record rather than idle with
-	// everything flushed.
-	args := []string{"--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"),
-		"--writer-workers", "2", "--gzip-level", "9", "--subdir-prefix", "--dedup-db", "none", "--stats-db", "none"}
+	args := append([]string{"--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"),
+		"--writer-workers", "2", "--subdir-prefix", "--dedup-db", "none", "--stats-db", "none"}, compression...)
 	p := startMain(t, args...)
 	client := proxyClient(p.port)
 
@@ -215,7 +237,7 @@ func TestKill9Recovery(t *testing.T) {
 		if _, err := os.Stat(closed); err != nil {
 			continue // removed: no whole record, or renamed -recovered-N
 		}
-		_, err := os.Stat(strings.TrimSuffix(closed, ".warc.gz") + ".cdxj")
+		_, err := os.Stat(cdxjOf(closed))
 		require.NoError(t, err, "recovered %s has its CDXJ index", closed)
 	}
 
@@ -227,6 +249,11 @@ func TestKill9Recovery(t *testing.T) {
 		}
 	}
 	require.Positive(t, responses)
+}
+
+// cdxjOf is the index written beside the WARC file at path.
+func cdxjOf(path string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(path, ".gz"), ".zst"), ".warc") + ".cdxj"
 }
 
 // queueLength reads warcproxy_writer_queue_length from the proxy's
@@ -306,11 +333,15 @@ func TestSecondInstanceLeavesLiveFilesAlone(t *testing.T) {
 // free locks and unfinished tails and cuts them back, leaving whole files
 // alone, so that every file reads cleanly to its end.
 func TestKill9RecoveryNoOpenSuffix(t *testing.T) {
+	forCompressions(t, testKill9RecoveryNoOpenSuffix)
+}
+
+func testKill9RecoveryNoOpenSuffix(t *testing.T, compression []string) {
 	origin := bigBodyOrigin(t, 200<<10)
 	dir := t.TempDir()
 	warcs := filepath.Join(dir, "warcs")
-	args := []string{"--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"), "--no-warc-open-suffix",
-		"--writer-workers", "2", "--gzip-level", "9", "--rollover-size", "1MB", "--dedup-db", "none", "--stats-db", "none"}
+	args := append([]string{"--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"), "--no-warc-open-suffix",
+		"--writer-workers", "2", "--rollover-size", "1MB", "--dedup-db", "none", "--stats-db", "none"}, compression...)
 	p := startMain(t, args...)
 	client := proxyClient(p.port)
 
@@ -366,7 +397,7 @@ func TestKill9RecoveryNoOpenSuffix(t *testing.T) {
 	require.Equal(t, 0, p2.wait(t, 30*time.Second), p2.stderr.String())
 	logs := p2.stderr.String()
 	require.Regexp(t, `msg="crash recovery: recovered unfinished warc file" .*file=`+regexp.QuoteMeta(torn)+` .*bytes_cut=[1-9]`, logs)
-	_, err := os.Stat(strings.TrimSuffix(torn, ".warc.gz") + ".cdxj")
+	_, err := os.Stat(cdxjOf(torn))
 	require.NoError(t, err, "the recovered file has its CDXJ index")
 
 	after := warcFiles(t, warcs)

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -21,7 +22,7 @@ import (
 // directory and returns its path.
 func testWARC(t *testing.T) string {
 	dir := t.TempDir()
-	p, err := writer.New(writer.Options{Dir: dir, Gzip: true, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
+	p, err := writer.New(writer.Options{Dir: dir, Compression: warcscan.Gzip, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	resp := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<title>Test page</title>"
 	err = p.Enqueue(context.Background(), &writer.Capture{Records: []writer.Record{{

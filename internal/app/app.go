@@ -170,7 +170,11 @@ func (a *App) openWriter(fs writer.FS) error {
 			}
 		}
 	}
-	a.pool, err = writer.New(writerOptions(a.cfg, a.version, a.Addr().Port, fs, onClose, a.registry),
+	dict, err := a.cfg.ZstdDictionaryBytes()
+	if err != nil {
+		return fmt.Errorf("reading --zstd-dictionary: %w", err)
+	}
+	a.pool, err = writer.New(writerOptions(a.cfg, a.version, a.Addr().Port, dict, fs, onClose, a.registry),
 		a.logger.With("component", "writer"))
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/warcproxy/warcproxy/dedup"
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/digest"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/proxy"
 	"github.com/warcproxy/warcproxy/wire"
 	"github.com/warcproxy/warcproxy/writer"
@@ -15,7 +16,8 @@ import (
 // Configuration to component options, one function per component: the
 // only place that knows which flag goes where.
 
-func writerOptions(cfg config.Config, version string, port int, fs writer.FS, onClose func(string), reg prometheus.Registerer) writer.Options {
+// zstdDict is the --zstd-dictionary file's content, read by the caller.
+func writerOptions(cfg config.Config, version string, port int, zstdDict []byte, fs writer.FS, onClose func(string), reg prometheus.Registerer) writer.Options {
 	// With --prefix -, requests may still name a warc-prefix: the pool
 	// needs a default all the same.
 	prefix := cfg.Prefix
@@ -28,8 +30,10 @@ func writerOptions(cfg config.Config, version string, port int, fs writer.FS, on
 		Prefix:           prefix,
 		FilenameTemplate: cfg.WARCFilename,
 		NoOpenSuffix:     cfg.NoWARCOpenSuffix,
-		Gzip:             cfg.Gzip,
+		Compression:      warcscan.ByName(cfg.Compression), // validated with the config
 		GzipLevel:        cfg.GzipLevel,
+		ZstdLevel:        cfg.ZstdLevel,
+		ZstdDictionary:   zstdDict,
 		WARCVersion:      cfg.WARCVersion,
 		Digest:           alg,
 		Base32:           cfg.Base32,

@@ -121,7 +121,7 @@ func (a *App) closeWriter(sd *shutdown) error {
 func (a *App) runProxy(proxyDone <-chan struct{}) error {
 	a.logger.Info("warcproxy listening",
 		"address", a.cfg.Address, "port", a.Addr().Port, "dir", a.cfg.Dir,
-		"prefix", a.cfg.Prefix, "ca_cert", a.CACertFile(),
+		"prefix", a.cfg.Prefix, "compression", a.cfg.Compression, "ca_cert", a.CACertFile(),
 		"writer_workers", a.cfg.WriterWorkers, "max_conns", a.cfg.MaxConns,
 		"upstream_route", routeShown(a.cfg), "onion_route", a.cfg.OnionTorSOCKSProxy, "pid", os.Getpid())
 	err := a.proxy.Serve(a.ln)

@@ -79,6 +79,7 @@ func (a *App) writerStatus(st map[string]any) {
 		st["writer_last_error_time"] = ws.LastWriteErrorAt.UTC().Format(time.RFC3339Nano)
 	}
 	st["writer_workers"] = a.cfg.WriterWorkers
+	st["warc_compression"] = a.cfg.Compression
 	st["queue_full_for_seconds"] = a.pool.FullFor().Seconds()
 	if ws.QueueCap > 0 {
 		st["load"] = float64(ws.QueueLen) / float64(ws.QueueCap)

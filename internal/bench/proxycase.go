@@ -32,13 +32,16 @@ func runProxyCase(ctx context.Context, cfg *SweepConfig, out string, caseNo int,
 		"--address", "127.0.0.1", "--port", "0", "--dir", dir,
 		"--cacert", filepath.Join(out, "warcbench-ca.pem"), "--metrics-address", "127.0.0.1:0",
 		"--max-conns", strconv.Itoa(ps.maxConns), "--writer-workers", strconv.Itoa(ps.workers),
-		"--gzip=" + strconv.FormatBool(ps.gzip),
+		"--compression", ps.compression,
 		// A fresh dedup and stats database per case, beside its WARCs.
 		"--dedup-db", "embedded:" + filepath.Join(dir, "warcproxy.db"),
 		"--stats-db", "embedded:" + filepath.Join(dir, "warcproxy.db"),
 	}
-	if ps.gzip {
+	switch ps.compression {
+	case "gzip":
 		args = append(args, "--gzip-level", strconv.Itoa(ps.level))
+	case "zstd":
+		args = append(args, "--zstd-level", strconv.Itoa(ps.level))
 	}
 	if noWARC {
 		args = append(args, "--prefix", "-")

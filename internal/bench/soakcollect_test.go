@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -17,7 +18,7 @@ import (
 // each soak id into dir.
 func writeSoakWARC(t *testing.T, dir string, ids ...string) {
 	t.Helper()
-	p, err := writer.New(writer.Options{Dir: dir, Gzip: true, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
+	p, err := writer.New(writer.Options{Dir: dir, Compression: warcscan.Gzip, Hostname: "test", Workers: 1}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	block := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
 	for _, id := range ids {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +36,9 @@ type SweepConfig struct {
 
 	MaxConns      []int
 	WriterWorkers []int
-	Gzip          []bool
-	GzipLevel     []int
+	Compression   []string // proxy --compression: gzip, zstd, none
+	GzipLevel     []int    // with gzip
+	ZstdLevel     []int    // with zstd
 	Concurrency   []int
 	Size          []string // body sizes, as given (16KB); parsed by ParseSize
 	Text          []bool   // text-like (compressible) bodies
@@ -58,9 +60,12 @@ type SweepConfig struct {
 
 // DefaultSweepLabels are the label values of warcbench sweep's defaults.
 var DefaultSweepLabels = map[string]string{
-	"conns": "1000", "gzip": "true", "level": "0", "c": "50", "size": "16KB",
+	"conns": "1000", "compression": "gzip", "level": "0", "zstd-level": "3", "c": "50", "size": "16KB",
 	"text": "false", "mode": ModeKeepAlive, "tls": "false",
 }
+
+// compressions are the proxy's --compression values.
+var compressions = []string{"gzip", "zstd", "none"}
 
 // Validate checks the grid.
 func (c *SweepConfig) Validate() error {
@@ -75,12 +80,17 @@ func (c *SweepConfig) Validate() error {
 		errs = append(errs, errors.New("give a positive -n or --duration"))
 	}
 	for name, l := range map[string]int{
-		"max-conns": len(c.MaxConns), "writer-workers": len(c.WriterWorkers), "gzip": len(c.Gzip),
-		"gzip-level": len(c.GzipLevel), "concurrency": len(c.Concurrency), "text": len(c.Text),
+		"max-conns": len(c.MaxConns), "writer-workers": len(c.WriterWorkers), "compression": len(c.Compression),
+		"gzip-level": len(c.GzipLevel), "zstd-level": len(c.ZstdLevel), "concurrency": len(c.Concurrency), "text": len(c.Text),
 		"mode": len(c.Mode), "tls": len(c.TLS),
 	} {
 		if l == 0 {
 			errs = append(errs, fmt.Errorf("--%s: no values", name))
+		}
+	}
+	for _, cp := range c.Compression {
+		if !slices.Contains(compressions, cp) {
+			errs = append(errs, fmt.Errorf("compression %q: %s", cp, strings.Join(compressions, ", ")))
 		}
 	}
 	if c.Path == "" && len(c.Size) == 0 {
@@ -108,7 +118,7 @@ func (c *SweepConfig) Validate() error {
 }
 
 func (c *SweepConfig) proxyCases() int {
-	return len(c.MaxConns) * len(c.WriterWorkers) * len(c.Gzip) * len(c.GzipLevel)
+	return len(c.proxySettings())
 }
 
 // SweepRow is one case's measurements.
@@ -120,7 +130,7 @@ type SweepRow struct {
 	URLsPerSec   float64
 	MBPerSec     float64 // body bytes, 10^6
 	WARCMBps     float64 // WARC file bytes / (load + drain), 10^6; proxy rows
-	WARCKBPerURL float64 // WARC file bytes / URLs, 10^3: what compression left on disk; proxy rows
+	WARCKBPerURL float64 // WARC file bytes / URLs, 10^3: what compression left on disk (.warc.gz or .warc.zst); proxy rows
 	P50, P99     float64 // ms
 	CPUSec       float64 // proxy user+system CPU; proxy rows
 	PeakRSSMB    float64 // proxy VmHWM, 2^20; proxy rows
@@ -141,8 +151,8 @@ type loadGroup struct {
 
 type proxySetting struct {
 	maxConns, workers int
-	gzip              bool
-	level             int
+	compression       string
+	level             int // --gzip-level or --zstd-level, as the compression is; 0 with none
 }
 
 // Sweep runs every case one after another: per load group the baselines
@@ -278,13 +288,16 @@ func (c *SweepConfig) proxySettings() []proxySetting {
 	var settings []proxySetting
 	for _, mc := range c.MaxConns {
 		for _, w := range c.WriterWorkers {
-			for _, gz := range c.Gzip {
-				levels := c.GzipLevel
-				if !gz {
-					levels = levels[:1] // the level means nothing without gzip
+			for _, cp := range c.Compression {
+				levels := []int{0} // a level means nothing without compression
+				switch cp {
+				case "gzip":
+					levels = c.GzipLevel
+				case "zstd":
+					levels = c.ZstdLevel
 				}
 				for _, l := range levels {
-					settings = append(settings, proxySetting{mc, w, gz, l})
+					settings = append(settings, proxySetting{mc, w, cp, l})
 				}
 			}
 		}

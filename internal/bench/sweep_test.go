@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 func tinySweep(t *testing.T) SweepConfig {
 	return SweepConfig{
 		ProxyBin: proxyBin, OutDir: t.TempDir(), N: 50,
-		MaxConns: []int{1000}, WriterWorkers: []int{1, 2}, Gzip: []bool{true}, GzipLevel: []int{0},
+		MaxConns: []int{1000}, WriterWorkers: []int{1, 2}, Compression: []string{"gzip"}, GzipLevel: []int{0}, ZstdLevel: []int{3},
 		Concurrency: []int{4}, Size: []string{"16KB"}, Text: []bool{false}, Mode: []string{ModeKeepAlive},
 		TLS: []bool{false}, Baselines: true, Logger: discardLogger(),
 	}
@@ -113,7 +113,7 @@ func TestSweepRecordsCheckFails(t *testing.T) {
 
 func TestSweepLabels(t *testing.T) {
 	cfg := tinySweep(t)
-	cfg.Gzip = []bool{true, false}
+	cfg.Compression = []string{"gzip", "none", "zstd"}
 	cfg.GzipLevel = []int{1, 9}
 	cfg.Size = []string{"4MB"}
 	cfg.TLS = []bool{true}
@@ -126,9 +126,11 @@ func TestSweepLabels(t *testing.T) {
 		want string
 	}{
 		{KindDirect, nil, "direct size=4MB tls=true"},
-		{KindNoWARC, &proxySetting{1000, 1, true, 1}, "prefix=- size=4MB tls=true"},
-		{KindProxy, &proxySetting{1000, 2, true, 9}, "workers=2 gzip=true level=9 size=4MB tls=true"},
-		{KindProxy, &proxySetting{1000, 2, false, 1}, "workers=2 gzip=false size=4MB tls=true"},
+		{KindNoWARC, &proxySetting{1000, 1, "gzip", 1}, "prefix=- size=4MB tls=true"},
+		{KindProxy, &proxySetting{1000, 2, "gzip", 9}, "workers=2 compression=gzip level=9 size=4MB tls=true"},
+		{KindProxy, &proxySetting{1000, 2, "none", 0}, "workers=2 compression=none size=4MB tls=true"},
+		{KindProxy, &proxySetting{1000, 2, "zstd", 3}, "workers=2 compression=zstd size=4MB tls=true"},
+		{KindProxy, &proxySetting{1000, 2, "zstd", 19}, "workers=2 compression=zstd zstd-level=19 size=4MB tls=true"},
 	} {
 		require.Equal(t, c.want, l.label(c.kind, g, c.ps))
 	}
@@ -140,9 +142,10 @@ func TestSweepValidate(t *testing.T) {
 	cfg.Mode = []string{"http3"}
 	cfg.Size = []string{"lots"}
 	cfg.Concurrency = nil
+	cfg.Compression = []string{"gzip", "lz4"}
 	err := cfg.Validate()
 	require.Error(t, err)
-	for _, s := range []string{"-n or --duration", "http3", "lots", "concurrency"} {
+	for _, s := range []string{"-n or --duration", "http3", "lots", "concurrency", "lz4"} {
 		require.ErrorContains(t, err, s)
 	}
 }

@@ -30,9 +30,12 @@ func (l labeler) label(kind string, g loadGroup, ps *proxySetting) string {
 	case KindProxy:
 		add("conns", len(c.MaxConns), strconv.Itoa(ps.maxConns))
 		add("workers", len(c.WriterWorkers), strconv.Itoa(ps.workers))
-		add("gzip", len(c.Gzip), strconv.FormatBool(ps.gzip))
-		if ps.gzip {
+		add("compression", len(c.Compression), ps.compression)
+		switch ps.compression {
+		case "gzip":
 			add("level", len(c.GzipLevel), strconv.Itoa(ps.level))
+		case "zstd":
+			add("zstd-level", len(c.ZstdLevel), strconv.Itoa(ps.level))
 		}
 	}
 	if c.Path == "" {

@@ -99,7 +99,7 @@ func ReadReplay(paths []string, target *url.URL) ([]Target, error) {
 }
 
 func readReplayFile(path string, target *url.URL) ([]Target, error) {
-	r, err := gowarc.NewWarcFileReader(path, 0)
+	r, err := openWARC(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening warc %s: %w", path, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/nlnwa/gowarc/v3"
 )
@@ -14,12 +13,6 @@ import (
 // The sweep's records check: every successful request through a recording
 // proxy must have left one capture (a response or revisit record) in its
 // WARCs.
-
-// isWARCName reports whether name is a WARC file, closed or still open.
-func isWARCName(name string) bool {
-	name = strings.TrimSuffix(name, ".open")
-	return strings.HasSuffix(name, ".warc") || strings.HasSuffix(name, ".warc.gz")
-}
 
 // scanWARCs sums the sizes of the WARC files under dir and counts their
 // response and revisit records (one per capture), reading without
@@ -46,7 +39,7 @@ func scanWARCs(dir string) (size, records int64, err error) {
 
 // countCaptures counts the response and revisit records of one WARC file.
 func countCaptures(path string) (int64, error) {
-	r, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithNoValidation())
+	r, err := openWARC(path, gowarc.WithNoValidation())
 	if err != nil {
 		return 0, fmt.Errorf("opening %s: %w", path, err)
 	}

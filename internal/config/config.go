@@ -37,8 +37,10 @@ type Config struct {
 	// NoWARCOpenSuffix writes files under their final names while open.
 	NoWARCOpenSuffix bool // --no-warc-open-suffix
 
-	Gzip            bool   // --gzip, -z
+	Compression     string // --compression: gzip, zstd or none; --gzip (-z) and --gzip=false set it too
 	GzipLevel       int    // --gzip-level; 0 is the library default
+	ZstdLevel       int    // --zstd-level: the zstd command's 1 to 22
+	ZstdDictionary  string // --zstd-dictionary: a file `zstd --train` wrote; empty: none
 	WARCVersion     string // --warc-version: "1.0" or "1.1"
 	DigestAlgorithm string // --digest-algorithm, -g: "sha1" or "sha256"
 	Base32          bool   // --base32
@@ -124,7 +126,8 @@ func Default() Config {
 		Prefix:       "WARCPROX",
 		WARCFilename: "{prefix}-{timestamp17}-{serialno}-{randomtoken}",
 
-		Gzip:            true,
+		Compression:     "gzip",
+		ZstdLevel:       DefaultZstdLevel,
 		WARCVersion:     "1.0",
 		DigestAlgorithm: "sha1",
 		Base32:          true,
@@ -299,9 +302,7 @@ func (c Config) validateOutput(p *problems) {
 	if err := checkFilenameTemplate(c.WARCFilename); err != nil {
 		p.bad("warc-filename", "%v", err)
 	}
-	if c.GzipLevel < 0 || c.GzipLevel > 9 {
-		p.bad("gzip-level", "must be between 1 and 9, or 0 for the default, got %d", c.GzipLevel)
-	}
+	c.validateCompression(p)
 	p.oneOf("warc-version", c.WARCVersion, warcVersions)
 	if _, err := digest.Parse(c.DigestAlgorithm); err != nil {
 		p.bad("digest-algorithm", "%q is not one of %s", c.DigestAlgorithm, strings.Join(digestAlgs, ", "))

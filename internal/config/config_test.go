@@ -40,7 +40,7 @@ func TestDefaultValues(t *testing.T) {
 	want := Config{
 		Address: "127.0.0.1", Port: 8000, Dir: "./warcs", Prefix: "WARCPROX",
 		WARCFilename: "{prefix}-{timestamp17}-{serialno}-{randomtoken}",
-		Gzip:         true, GzipLevel: 0, WARCVersion: "1.0", DigestAlgorithm: "sha1", Base32: true,
+		Compression:  "gzip", GzipLevel: 0, ZstdLevel: 3, ZstdDictionary: "", WARCVersion: "1.0", DigestAlgorithm: "sha1", Base32: true,
 		CACert: "./warcproxy-ca.pem", CertsDir: "",
 		MaxConns: 1000, ConnWaitTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		HeaderTimeout: 30 * time.Second, MaxHeaderBytes: 4 * 1024 * 1024, HTTP2: true, HTTP2MaxStreams: 100,
@@ -75,9 +75,16 @@ func TestParseFlags(t *testing.T) {
 		{"warc-filename", []string{"--warc-filename", "{prefix}-{timestamp14}-{hostname}-{port}-{{x}}"},
 			with(func(c *Config) { c.WARCFilename = "{prefix}-{timestamp14}-{hostname}-{port}-{{x}}" })},
 		{"gzip alias -z", []string{"-z"}, Default()},
-		{"gzip off", []string{"--gzip=false"}, with(func(c *Config) { c.Gzip = false })},
-		{"gzip off single dash", []string{"-z=false"}, with(func(c *Config) { c.Gzip = false })},
+		{"gzip off", []string{"--gzip=false"}, with(func(c *Config) { c.Compression = "none" })},
+		{"gzip off single dash", []string{"-z=false"}, with(func(c *Config) { c.Compression = "none" })},
 		{"gzip-level", []string{"--gzip-level", "9"}, with(func(c *Config) { c.GzipLevel = 9 })},
+		{"compression zstd", []string{"--compression", "zstd"}, with(func(c *Config) { c.Compression = "zstd" })},
+		{"compression any case", []string{"--compression", "ZSTD"}, with(func(c *Config) { c.Compression = "zstd" })},
+		{"compression none", []string{"--compression=none"}, with(func(c *Config) { c.Compression = "none" })},
+		{"-z with zstd", []string{"-z", "--compression", "zstd"}, with(func(c *Config) { c.Compression = "zstd" })},
+		{"--gzip=false with none", []string{"--gzip=false", "--compression", "none"}, with(func(c *Config) { c.Compression = "none" })},
+		{"zstd level and dictionary", []string{"--compression", "zstd", "--zstd-level", "19", "--zstd-dictionary", "/etc/d"},
+			with(func(c *Config) { c.Compression, c.ZstdLevel, c.ZstdDictionary = "zstd", 19, "/etc/d" })},
 		{"warc-version", []string{"--warc-version", "1.1"}, with(func(c *Config) { c.WARCVersion = "1.1" })},
 		{"digest alias -g", []string{"-g", "sha256"}, with(func(c *Config) { c.DigestAlgorithm = "sha256" })},
 		{"digest in capitals", []string{"-g", "SHA1"}, Default()},
@@ -252,6 +259,16 @@ func TestParseErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--gzip=maybe"}, []string{"gzip", "boolean"}},
 		{[]string{"--gzip-level", "10"}, []string{"--gzip-level"}},
 		{[]string{"--gzip-level", "-1"}, []string{"--gzip-level"}},
+		{[]string{"--compression", "lz4"}, []string{"compression", "gzip, zstd, none"}},
+		{[]string{"--gzip=false", "--compression", "zstd"}, []string{"--gzip=false", "--compression zstd", "give --compression alone"}},
+		{[]string{"--compression", "zstd", "-z=false"}, []string{"--gzip=false", "--compression zstd"}},
+		{[]string{"-z", "--compression", "none"}, []string{"--gzip (-z)", "--compression none"}},
+		{[]string{"--compression", "zstd", "--gzip-level", "9"}, []string{"--gzip-level", "is for --compression gzip", "compression is zstd", "--zstd-level"}},
+		{[]string{"--gzip=false", "--gzip-level", "9"}, []string{"--gzip-level", "compression is none"}},
+		{[]string{"--zstd-level", "19"}, []string{"--zstd-level", "is for --compression zstd", "compression is gzip"}},
+		{[]string{"--compression", "zstd", "--zstd-level", "23"}, []string{"--zstd-level", "1 and 22"}},
+		{[]string{"--compression", "zstd", "--zstd-level", "0"}, []string{"--zstd-level", "1 and 22"}},
+		{[]string{"--zstd-dictionary", "d"}, []string{"--zstd-dictionary", "is for --compression zstd"}},
 		{[]string{"--warc-version", "1.2"}, []string{"warc-version", "1.0, 1.1"}},
 		{[]string{"-g", "md5"}, []string{"-g", "sha1, sha256"}},
 		{[]string{"--cacert", ""}, []string{"--cacert"}},
@@ -390,7 +407,7 @@ gzip: false
 		c.SocketTimeout = 30 * time.Second
 		c.RolloverSize = 2_000_000_000
 		c.LogLevel = "error"
-		c.Gzip = false
+		c.Compression = "none"
 		c.ConfigFile = file
 	})
 	tests := []struct {
@@ -412,7 +429,9 @@ gzip: false
 		{"repeated flag replaces the file's list", []string{"--config.file", file, "--method-filter", "PUT"},
 			with(func(c *Config) { *c = fromFile; c.MethodFilter = []string{"PUT"} })},
 		{"boolean flag", []string{"--config.file", file, "-z"},
-			with(func(c *Config) { *c = fromFile; c.Gzip = true })},
+			with(func(c *Config) { *c = fromFile; c.Compression = "gzip" })},
+		{"--compression beats the file's gzip: false", []string{"--config.file", file, "--compression", "zstd"},
+			with(func(c *Config) { *c = fromFile; c.Compression = "zstd" })},
 		{"-v beats the file's log-level", []string{"--config.file", file, "-v"},
 			with(func(c *Config) { *c = fromFile; c.LogLevel = "debug" })},
 		{"-q beats the file's log-level", []string{"-q", "--config.file", file},

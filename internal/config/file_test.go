@@ -16,7 +16,7 @@ const exampleFile = "../../configs/warcproxy.example.yaml"
 // fileKeys are the keys the config file accepts.
 func fileKeys() []string {
 	var keys []string
-	for _, g := range groups(new(Config), new(logShorthands)) {
+	for _, g := range groups(new(Config), new(shorthands)) {
 		for _, o := range g.options {
 			if o.inFile {
 				keys = append(keys, o.name)
@@ -79,7 +79,9 @@ func TestFileValues(t *testing.T) {
 		{"list of one as a scalar", "method-filter: GET", with(func(c *Config) { c.MethodFilter = []string{"GET"} })},
 		{"empty list", "method-filter: []", Default()},
 		{"booleans", "gzip: false\nbase32: false\nverify-upstream-tls: true",
-			with(func(c *Config) { c.Gzip, c.Base32, c.VerifyUpstreamTLS = false, false, true })},
+			with(func(c *Config) { c.Compression, c.Base32, c.VerifyUpstreamTLS = "none", false, true })},
+		{"compression", "compression: zstd\nzstd-level: 7\n", with(func(c *Config) { c.Compression, c.ZstdLevel = "zstd", 7 })},
+		{"gzip: true with compression: zstd", "gzip: true\ncompression: zstd\n", with(func(c *Config) { c.Compression = "zstd" })},
 		{"quoted dash prefix", `prefix: "-"`, with(func(c *Config) { c.Prefix = "-" })},
 		{"warc-version unquoted", "warc-version: 1.1", with(func(c *Config) { c.WARCVersion = "1.1" })},
 		{"warc-version quoted", `warc-version: "1.1"`, with(func(c *Config) { c.WARCVersion = "1.1" })},
@@ -132,6 +134,8 @@ func TestFileErrors(t *testing.T) {
 		{"syntax error", "port: [1\n", "yaml: line"},
 		{"bare dash", "prefix: -\n", `quote a lone -, as in prefix: "-"`},
 		{"out of range after parsing", "port: 70000", "--port: must be between 0 and 65535"},
+		{"gzip: false with compression: zstd", "gzip: false\ncompression: zstd\n", "--gzip=false asks for no compression and --compression zstd"},
+		{"gzip-level with compression: zstd", "compression: zstd\ngzip-level: 6\n", "--gzip-level: is for --compression gzip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,8 +11,9 @@ import (
 
 // CheckFiles checks what the configuration names on disk, which Validate
 // leaves alone (a deployment's configuration is checked where its files do
-// not exist): the proxy-auth file, the CA file if it exists, and that
-// the directories the proxy would create are not files. The command runs
+// not exist): the proxy-auth file, the CA file if it exists, the zstd
+// dictionary, and that the directories the proxy would create are not
+// files. The command runs
 // it after Parse, so that such a mistake exits 2 before anything is
 // created.
 func (c Config) CheckFiles() error {
@@ -23,6 +24,7 @@ func (c Config) CheckFiles() error {
 	if err := mitm.CheckCAFile(c.CACert); err != nil {
 		p.bad("cacert", "%v", err)
 	}
+	c.checkZstdDictionary(&p)
 	for _, d := range []struct{ flag, path string }{
 		{"dir", c.Dir}, {"tmp-dir", c.TmpDir}, {"certs-dir", c.CertsDir}, {"crawl-log-dir", c.CrawlLogDir},
 	} {

@@ -27,12 +27,18 @@ type group struct {
 	options []*option
 }
 
-// logShorthands are warcprox's logging switches, kept out of Config.
-type logShorthands struct{ verbose, quiet, trace bool }
+// shorthands are warcprox's switches that stand for another setting (the
+// log level; --gzip, the compression), kept out of Config: parse resolves
+// them.
+type shorthands struct {
+	verbose, quiet, trace bool
+	gzip                  optionalBool // --gzip, -z
+	compressionSet        bool         // --compression was given, as a flag or in the file
+}
 
 // groups binds every option to a field of c (or of sh) and returns them in
 // the order Usage prints them.
-func groups(c *Config, sh *logShorthands) []group {
+func groups(c *Config, sh *shorthands) []group {
 	return []group{
 		{"Listener", []*option{
 			{name: "address", aliases: []string{"b"}, metavar: "host", inFile: true, value: stringValue{&c.Address},
@@ -50,16 +56,22 @@ func groups(c *Config, sh *logShorthands) []group {
 			{name: "prefix", aliases: []string{"n"}, metavar: "string", inFile: true, value: stringValue{&c.Prefix},
 				help: "WARC file name prefix, the {prefix} of --warc-filename. As in warcprox, - proxies without archiving, except requests whose Warcprox-Meta header names a warc-prefix."},
 			{name: "warc-filename", metavar: "template", inFile: true, value: stringValue{&c.WARCFilename},
-				help: "WARC file name without its extension (.warc.gz or .warc is added). Placeholders: " +
+				help: "WARC file name without its extension (.warc.gz, .warc.zst or .warc is added, as --compression says). Placeholders: " +
 					"{prefix} {timestamp14} {timestamp17} {serialno} {randomtoken} {hostname} {shorthostname} {port}; " +
 					"{{ and }} stand for literal braces."},
 			{name: "no-warc-open-suffix", inFile: true, value: boolValue{&c.NoWARCOpenSuffix},
 				help: "Write each WARC file under its final name while it is open, instead of NAME.warc.gz.open renamed when closed (warcprox's option). " +
 					"The file is still locked while written; after a crash, the next start cuts back every unlocked file that does not end on a whole record."},
-			{name: "gzip", aliases: []string{"z"}, inFile: true, value: boolValue{&c.Gzip},
-				help: "Compress each record as its own gzip member (.warc.gz). On by default; -z is accepted as in warcprox, and --gzip=false writes plain .warc files."},
+			{name: "compression", metavar: "name", inFile: true, value: compressionValue{enumValue{&c.Compression, compressions}, &sh.compressionSet},
+				help: "How each record is compressed: gzip (.warc.gz, every record its own gzip member), zstd (.warc.zst, every record its own zstd frame, as the WARC-zstd specification lays it out; few readers know it yet: zstd -d turns a file into a .warc they read) or none (.warc)."},
+			{name: "gzip", aliases: []string{"z"}, inFile: true, value: gzipAlias{&sh.gzip},
+				help: "Older name of --compression, kept for warcprox's command lines: --gzip (or -z) is --compression gzip (with --compression zstd it changes nothing), --gzip=false is --compression none."},
 			{name: "gzip-level", metavar: "int", inFile: true, value: intValue{&c.GzipLevel},
-				help: "gzip level from 1 (fastest) to 9 (smallest); 0 uses the compression library's default."},
+				help: "gzip level from 1 (fastest) to 9 (smallest); 0 uses the compression library's default. Only with --compression gzip."},
+			{name: "zstd-level", metavar: "int", inFile: true, value: intValue{&c.ZstdLevel},
+				help: "zstd level as the zstd command counts them, 1 (fastest) to 22 (smallest), mapped to the nearest of the compression library's four: 1-2 fastest, 3-5 default, 6-9 better, 10-22 best. Only with --compression zstd."},
+			{name: "zstd-dictionary", metavar: "file", inFile: true, value: stringValue{&c.ZstdDictionary},
+				help: "A zstd dictionary (as `zstd --train` writes it) to compress every record with: each .warc.zst file then starts with it, in the WARC-zstd dictionary frame, and readers need nothing else. Helps most with small records. Only with --compression zstd."},
 			{name: "warc-version", metavar: "version", inFile: true, value: enumValue{&c.WARCVersion, warcVersions},
 				help: "WARC version of the records written: 1.0 or 1.1."},
 			{name: "digest-algorithm", aliases: []string{"g"}, metavar: "name", inFile: true, value: enumValue{&c.DigestAlgorithm, digestAlgs},
@@ -225,7 +237,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 
 func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) (Config, error) {
 	c := Default()
-	var sh logShorthands
+	var sh shorthands
 	gs := groups(&c, &sh)
 	fs, byName := flagSet(gs)
 	if err := fs.Parse(args); err != nil {
@@ -247,6 +259,10 @@ func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) 
 	// Keys given on the command line, which the file must not override.
 	onCommandLine := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { onCommandLine[byName[f.Name].name] = true })
+	if onCommandLine["gzip"] || onCommandLine["compression"] {
+		// One setting under two names: the file sets neither.
+		onCommandLine["gzip"], onCommandLine["compression"] = true, true
+	}
 	if sh.verbose || sh.quiet || sh.trace {
 		if onCommandLine["log-level"] {
 			return Config{}, errors.New("--log-level cannot be combined with -v/--verbose, -q/--quiet or --trace; give one of them")
@@ -261,13 +277,17 @@ func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) 
 		}
 		// Every value in the file must parse, even one a flag overrides, so
 		// a broken file is noticed before it is used without the flag.
-		err = applyFile(data, groups(new(Config), new(logShorthands)), nil)
+		err = applyFile(data, groups(new(Config), new(shorthands)), nil)
 		if err == nil {
 			err = applyFile(data, gs, onCommandLine)
 		}
 		if err != nil {
 			return Config{}, fmt.Errorf("config file %s: %w", c.ConfigFile, err)
 		}
+	}
+
+	if err := sh.resolveCompression(&c); err != nil {
+		return Config{}, err
 	}
 
 	// warcprox's order: --trace, then --verbose, then --quiet.

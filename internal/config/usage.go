@@ -16,7 +16,7 @@ const (
 // aliases on one line, its help and its default.
 func Usage(w io.Writer) {
 	c := Default()
-	var sh logShorthands
+	var sh shorthands
 	var b strings.Builder
 	b.WriteString("Usage: warcproxy [flags]\n")
 	b.WriteString("       warcproxy healthcheck [URL]\n")

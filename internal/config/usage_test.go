@@ -47,7 +47,7 @@ func TestCLIDoc(t *testing.T) {
 // appears in the help.
 func TestUsageShowsEveryFlag(t *testing.T) {
 	usage := usageText()
-	fs, _ := flagSet(groups(new(Config), new(logShorthands)))
+	fs, _ := flagSet(groups(new(Config), new(shorthands)))
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "--" + f.Name
 		if len(f.Name) == 1 {
@@ -69,7 +69,7 @@ func TestConfigurationDocListsEveryOption(t *testing.T) {
 	data, err := os.ReadFile(configDoc)
 	require.NoError(t, err)
 	doc := string(data)
-	for _, g := range groups(new(Config), new(logShorthands)) {
+	for _, g := range groups(new(Config), new(shorthands)) {
 		for _, o := range g.options {
 			require.Contains(t, doc, "| `--"+o.name+"`", "%s has no row for --%s", configDoc, o.name)
 			for _, a := range o.aliases {

@@ -567,6 +567,7 @@ func TestStatusKeys(t *testing.T) {
 		"postfetch_chain", "dedup", "stats"} {
 		require.Contains(t, st, k)
 	}
+	require.Equal(t, "gzip", st["warc_compression"])
 	require.Equal(t, float64(0), st["seconds_behind"], "nothing is behind once settled")
 	require.Nil(t, st["earliest_still_active_fetch_start"])
 	require.Equal(t, float64(1), st["urls_processed"])

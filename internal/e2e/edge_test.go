@@ -219,7 +219,7 @@ func TestRecordFormats(t *testing.T) {
 			c.WARCVersion = "1.1"
 			c.DigestAlgorithm = "sha256"
 			c.Base32 = false
-			c.Gzip = false
+			c.Compression = "none"
 		}, ".warc", "sha256:"},
 	}
 	for _, tc := range cases {

@@ -82,7 +82,7 @@ func BenchmarkProxy(b *testing.B) {
 							case "workers=2":
 								c.WriterWorkers = 2
 							case "nogzip":
-								c.Gzip = false
+								c.Compression = "none"
 							case "workers=4":
 								c.WriterWorkers = 4
 							case "nodb":

@@ -22,7 +22,7 @@ import (
 func startRouted(t *testing.T, route func(*config.Config)) *proxytest.Proxy {
 	t.Helper()
 	return proxytest.StartLogged(t, func(c *config.Config) {
-		c.Gzip = false
+		c.Compression = "none"
 		route(c)
 	})
 }

@@ -9,9 +9,10 @@ import (
 // Codec is a compression of WARC files: how the records sit in the file
 // and how to read them back.
 type Codec interface {
-	// Name names the codec in logs and errors: "gzip", "none".
+	// Name names the codec in logs and errors: "gzip", "zstd", "none".
 	Name() string
-	// Ext is what a file name adds after ".warc": ".gz"; "" for none.
+	// Ext is what a file name adds after ".warc": ".gz", ".zst"; "" for
+	// none.
 	Ext() string
 	// Sniff reports whether p, the first bytes of a file (fewer in a short
 	// file), start a file of this codec.
@@ -55,7 +56,7 @@ func (noneCodec) NewDecoder() Decoder { return nil }
 
 // compressed lists the codecs that compress, in the order Sniff and
 // ForName try them. A new codec is added here.
-var compressed = []Codec{Gzip}
+var compressed = []Codec{Gzip, Zstd}
 
 // sniffLen is how many bytes of a file Sniff needs: enough for any magic
 // number (gzip's is 2 bytes, zstd's 4, a zstd skippable frame's 4).
@@ -73,8 +74,8 @@ func Sniff(p []byte) Codec {
 }
 
 // ForName returns the codec of a file named like NAME.warc plus the
-// codec's Ext (NAME.warc.gz: Gzip, NAME.warc: None), or nil for a name
-// that is not a WARC file's.
+// codec's Ext (NAME.warc.gz: Gzip, NAME.warc.zst: Zstd, NAME.warc: None),
+// or nil for a name that is not a WARC file's.
 func ForName(name string) Codec {
 	for _, c := range compressed {
 		if strings.HasSuffix(name, ".warc"+c.Ext()) {
@@ -83,6 +84,16 @@ func ForName(name string) Codec {
 	}
 	if strings.HasSuffix(name, ".warc") {
 		return None
+	}
+	return nil
+}
+
+// ByName returns the codec named name ("gzip", "zstd", "none"), or nil.
+func ByName(name string) Codec {
+	for _, c := range append([]Codec{None}, compressed...) {
+		if c.Name() == name {
+			return c
+		}
 	}
 	return nil
 }

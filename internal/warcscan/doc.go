@@ -32,8 +32,10 @@
 //
 // In an uncompressed file the records follow each other with nothing
 // between them. In a compressed one every record is one unit of the codec
-// (a gzip member), which holds that record and nothing else and must
-// decompress fully and pass its checksum.
+// (a gzip member, a zstd frame), which holds that record and nothing else
+// and must decompress fully and pass its checksum. A zstd file may start
+// with a dictionary frame, which the frames after it use; a record's
+// offset is that of its own frame.
 //
 // Where the data stops being whole records (a file cut short by a crash,
 // a bad checksum, bytes that are not a record) Next returns an error
@@ -44,34 +46,32 @@
 //
 // # Codecs
 //
-// A Codec says how records sit in a file: None (a .warc file) or Gzip (a
-// .warc.gz file, one gzip member per record). Options.Codec picks one;
-// ForName gives the one a file name calls for, and Sniff, which New uses
-// when Options.Codec is nil, the one the first bytes show.
+// A Codec says how records sit in a file: None (a .warc file), Gzip (a
+// .warc.gz file, one gzip member per record) or Zstd (a .warc.zst file as
+// the WARC-zstd specification lays it out: one zstd frame per record, with
+// its content size and checksum, and an optional dictionary frame at the
+// start). Options.Codec picks one; ForName gives the one a file name calls
+// for, and Sniff, which New uses when Options.Codec is nil, the one the
+// first bytes show. NewReader reads a whole file's records as the bytes of
+// an uncompressed one, for readers that know only .warc and .warc.gz.
 //
-// To add a codec, zstd for instance (the WARC-zstd spec: one zstd frame per
-// record, an optional dictionary in a skippable frame at the start):
+// To add a codec:
 //
-//   - write a type with Name ("zstd"), Ext (".zst"), Sniff (the frame
-//     magic 28 b5 2f fd, or 5d 2a 4d 18 of the dictionary's skippable
-//     frame) and NewDecoder, in a file of its own like gzip.go, with
-//     `var _ Codec = ...`;
+//   - write a type with Name, Ext, Sniff and NewDecoder, in a file of its
+//     own like gzip.go and zstd.go, with `var _ Codec = ...`;
 //   - its Decoder's Skip reads, from the buffered reader of the file, what
-//     holds no record (the dictionary frame, which it keeps for the frames
-//     that follow); the next record's offset is after it;
+//     holds no record (zstd's dictionary frame, which it keeps for the
+//     frames that follow); the next record's offset is after it;
 //   - its Open starts a unit and returns a reader that returns io.EOF at the
 //     unit's end, having read from the file nothing past that end, since
 //     the scanner takes where the file's reader stands as the end of the
 //     record. A decompressor that reads byte by byte from an io.ByteReader
 //     (flate) stops there by itself; one that reads ahead must be handed
-//     exactly the unit: for zstd, walk the frame header and the 3-byte
-//     block headers (size and last-block flag) to the frame's end and its
-//     optional checksum, then decode from an io.LimitReader of that length;
+//     exactly the unit (zstd.go's frameReader walks the block headers);
 //   - add it to the compressed list in codec.go, and a case to the table
 //     tests (several records, truncated unit, garbage tail, record larger
 //     than the buffers, empty file) and to FuzzScanner's seeds.
 //
 // Crash recovery picks a file's codec with ForName and the CDXJ indexer
-// with Sniff, so both then take the new files as they are (the name of
-// the index file, in cdxj.WriteBeside, aside).
+// with Sniff, so both then take the new files as they are.
 package warcscan

@@ -14,6 +14,8 @@ import (
 	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/warcproxy/warcproxy/internal/testutil/zstdcli"
 )
 
 // warcRecord is a whole record with the given type, extra header lines
@@ -42,12 +44,17 @@ type file struct {
 	ends []int64
 }
 
+// makeFile lays records out as codec c does: one gzip member (standard
+// library) or zstd frame (the zstd command) each, or end to end.
 func makeFile(t testing.TB, c Codec, recs ...[]byte) file {
 	t.Helper()
 	var f file
 	for _, r := range recs {
-		if c == Gzip {
+		switch c {
+		case Gzip:
 			r = gzipMember(t, r)
+		case Zstd:
+			r = zstdcli.Frame(t, r, nil)
 		}
 		f.data = append(f.data, r...)
 		f.ends = append(f.ends, int64(len(f.data)))
@@ -92,6 +99,9 @@ func scanAll(r io.Reader, opts Options) scanned {
 	return out
 }
 
+// codecs are the codecs every table test runs for.
+var codecs = []Codec{Gzip, Zstd, None}
+
 func sha1Hex(s string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(s))) }
 
 // TestScanner: for each codec, files of whole records scan to io.EOF with
@@ -104,7 +114,7 @@ func TestScanner(t *testing.T) {
 	large := warcRecord("resource", "WARC-Target-URI: urn:big\r\n", big)
 	empty := warcRecord("metadata", "", "")
 
-	for _, c := range []Codec{Gzip, None} {
+	for _, c := range codecs {
 		three := makeFile(t, c, info, resp, large)
 		tests := []struct {
 			name      string
@@ -189,13 +199,28 @@ func TestScannerStops(t *testing.T) {
 		}()},
 		{"gzip header only", Gzip, gzipMember(t, rec)[:10]},
 		{"plain record in a gzip file", Gzip, rec},
+		{"two records in a frame", Zstd, zstdcli.Frame(t, append(rec, rec...), nil)},
+		{"bytes after the record in its frame", Zstd, zstdcli.Frame(t, append(rec, '\n'), nil)},
+		{"empty frame", Zstd, zstdcli.Frame(t, nil, nil)},
+		{"bad checksum", Zstd, func() []byte {
+			m := zstdcli.Frame(t, rec, nil)
+			m[len(m)-1] ^= 0xff
+			return m
+		}()},
+		{"frame without checksum", Zstd, zstdcli.Frame(t, rec, nil, "--no-check")},
+		{"frame without content size", Zstd, zstdcli.Frame(t, rec, nil, "--no-content-size")},
+		{"frame header only", Zstd, zstdcli.Frame(t, rec, nil)[:6]},
+		{"frame cut in its checksum", Zstd, func() []byte {
+			m := zstdcli.Frame(t, rec, nil)
+			return m[:len(m)-2]
+		}()},
+		{"frame using a dictionary the file lacks", Zstd, zstdcli.Frame(t, rec, testDict(t))},
+		{"dictionary frame after a record", Zstd, append(ZstdDictFrame(testDict(t)), zstdcli.Frame(t, rec, testDict(t))...)},
+		{"plain record in a zstd file", Zstd, rec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			first := info
-			if tt.codec == Gzip {
-				first = gzipMember(t, info)
-			}
+			first := makeFile(t, tt.codec, info).data
 			data := append(append([]byte{}, first...), tt.bad...)
 			got := scanAll(bytes.NewReader(data), Options{Codec: tt.codec})
 			require.ErrorIs(t, got.err, ErrNotWhole)
@@ -208,7 +233,7 @@ func TestScannerStops(t *testing.T) {
 // TestScannerSniff: without a codec the first bytes choose it.
 func TestScannerSniff(t *testing.T) {
 	rec := warcRecord("warcinfo", "", "x")
-	for _, c := range []Codec{Gzip, None} {
+	for _, c := range codecs {
 		f := makeFile(t, c, rec, rec)
 		s := New(bytes.NewReader(f.data), Options{})
 		require.Equal(t, c, s.Codec())
@@ -221,7 +246,7 @@ func TestScannerSniff(t *testing.T) {
 
 func TestForName(t *testing.T) {
 	for name, want := range map[string]Codec{
-		"a.warc.gz": Gzip, "dir.warc/a.warc": None, "a.warc.gz.open": nil, "a.gz": nil, "a.txt": nil, "warc": nil,
+		"a.warc.gz": Gzip, "a.warc.zst": Zstd, "dir.warc/a.warc": None, "a.zst": nil, "a.warc.gz.open": nil, "a.gz": nil, "a.txt": nil, "warc": nil,
 	} {
 		require.Equal(t, want, ForName(name), name)
 	}
@@ -230,7 +255,7 @@ func TestForName(t *testing.T) {
 // TestScannerReadError: a read error of the file ends the scan as itself,
 // not as ErrNotWhole, wherever it happens.
 func TestScannerReadError(t *testing.T) {
-	for _, c := range []Codec{Gzip, None} {
+	for _, c := range codecs {
 		f := makeFile(t, c, warcRecord("warcinfo", "", "x"), warcRecord("resource", "", strings.Repeat("y", 5000)))
 		for _, at := range []int64{0, 1, f.ends[0], f.ends[0] + 30, f.ends[1] - 1} {
 			got := scanAll(io.MultiReader(bytes.NewReader(f.data[:at]), iotest.ErrReader(syscall.EIO)), Options{Codec: c})
@@ -263,7 +288,7 @@ func TestScannerHeaders(t *testing.T) {
 	require.EqualValues(t, len(rec), r.Length)
 
 	long := warcRecord("resource", "WARC-Target-URI: http://example.com/"+strings.Repeat("a", 3<<20)+"\r\n", "block")
-	for _, c := range []Codec{Gzip, None} {
+	for _, c := range []Codec{Gzip, Zstd} {
 		f := makeFile(t, c, long)
 		_, err := New(bytes.NewReader(f.data), Options{Codec: c}).Next()
 		require.ErrorIs(t, err, ErrHeaderTooLong, c.Name())
@@ -323,6 +348,9 @@ func TestScannerFlatMemory(t *testing.T) {
 	_, err := io.Copy(zw, plain())
 	require.NoError(t, err)
 	require.NoError(t, zw.Close())
+	whole, err := io.ReadAll(plain())
+	require.NoError(t, err)
+	zst := zstdcli.Frame(t, whole, nil)
 
 	for _, tt := range []struct {
 		codec     Codec
@@ -332,6 +360,8 @@ func TestScannerFlatMemory(t *testing.T) {
 		{None, plain, true}, {None, plain, false},
 		{Gzip, func() io.Reader { return bytes.NewReader(gz.Bytes()) }, true},
 		{Gzip, func() io.Reader { return bytes.NewReader(gz.Bytes()) }, false},
+		{Zstd, func() io.Reader { return bytes.NewReader(zst) }, true},
+		{Zstd, func() io.Reader { return bytes.NewReader(zst) }, false},
 	} {
 		r := tt.r()
 		var before, after runtime.MemStats

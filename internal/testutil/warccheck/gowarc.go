@@ -71,12 +71,14 @@ const maxHeaderPeek = 1 << 20
 // by path. Problems are reported to r. With allowOpen false a name ending
 // in .open is a problem too (the file is still read).
 func checkGowarc(r *reporter, paths []string, allowOpen bool) map[string][]Record {
-	out, _ := checkGowarcFiles(r, paths, allowOpen)
+	out, _ := checkGowarcFiles(r, paths, allowOpen, nil)
 	return out
 }
 
 // checkGowarcFiles is checkGowarc that also tells which files had problems.
-func checkGowarcFiles(r *reporter, paths []string, allowOpen bool) (recs map[string][]Record, failed map[string]bool) {
+// zst holds the .warc.zst files among paths, decompressed (nil for one
+// that could not be).
+func checkGowarcFiles(r *reporter, paths []string, allowOpen bool, zst map[string]*zstdFile) (recs map[string][]Record, failed map[string]bool) {
 	r.t.Helper()
 	out := make(map[string][]Record, len(paths))
 	failed = make(map[string]bool)
@@ -88,7 +90,13 @@ func checkGowarcFiles(r *reporter, paths []string, allowOpen bool) (recs map[str
 		func() {
 			fr.u = <-unmarshalers
 			defer func() { unmarshalers <- fr.u }()
-			fr.read()
+			if !isZstdName(p) {
+				fr.read()
+			} else if z := zst[p]; z != nil {
+				fr.readZstd(z)
+			} else {
+				fr.problemf("not read: the zstd layout or the zstd command failed (reported above)")
+			}
 		}()
 		for _, msg := range fr.problems {
 			r.errorf("%s", msg)
@@ -153,6 +161,12 @@ func (fr *fileReader) read() {
 	} else {
 		fr.readPlain(br, cr)
 	}
+	fr.checkFirst()
+}
+
+// checkFirst reports a file without records, or whose first record is
+// not warcinfo.
+func (fr *fileReader) checkFirst() {
 	switch {
 	case len(fr.records) == 0 && len(fr.problems) == 0:
 		fr.problemf("no records")

@@ -1,7 +1,9 @@
 // Package warccheck verifies the WARC files a test wrote, with two
 // independent readers, and returns their records for further assertions.
 //
-// Every file is read twice:
+// Every file is read twice (a .warc.zst file after Debian's zstd command
+// has decompressed it and its frame layout has been checked against the
+// WARC-zstd spec: see zstd.go):
 //   - by gowarc v3's strict reader, with block and payload digests validated
 //     (see gowarcOptions), walking gzip members one at a time so that a
 //     member holding more than one record is caught;
@@ -24,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +35,7 @@ import (
 // Record is one WARC record as read back from a file.
 type Record struct {
 	File      string // base name of the file
-	Offset    int64  // offset of the record in the file (of its gzip member in a .gz file)
+	Offset    int64  // offset of the record in the file (of its gzip member or zstd frame in a .gz or .zst file)
 	Type      string // WARC-Type
 	ID        string // WARC-Record-ID (with <>)
 	TargetURI string
@@ -50,12 +53,12 @@ type Record struct {
 // maxKeptBlock is the largest block kept in Record.Block.
 const maxKeptBlock = 1 << 20
 
-// Dir verifies every WARC (*.warc, *.warc.gz, recursively) in dir and
+// Dir verifies every WARC (*.warc, *.warc.gz, *.warc.zst, recursively) in dir and
 // returns all records in file-name then offset order. It fails the test on:
 // any file still ending in .open; a parse or validation error from gowarc's
 // strict reader with block and payload digest validation; a file whose first
-// record is not warcinfo; a .gz file whose gzip members are not exactly one
-// per record; any problem found by the warcio.js check, or a warcio.js
+// record is not warcinfo; a .gz file whose gzip members, or a .zst file
+// whose zstd frames, are not exactly one per record; any problem found by the warcio.js check, or a warcio.js
 // reading that disagrees with gowarc's.
 //
 // Each problem is reported with t.Errorf; if there was any, Dir ends the
@@ -97,19 +100,41 @@ func Files(t testing.TB, paths ...string) []Record {
 // gowarc's records and the number of problems reported.
 func check(t testing.TB, paths []string, allowOpen bool) ([]Record, int) {
 	t.Helper()
+	zr := &reporter{t: t, prefix: "warccheck (zstd)"}
+	zst, readAs := map[string]*zstdFile{}, map[string]string{}
+	tmp := ""
+	for _, p := range paths {
+		if !isZstdName(p) {
+			continue
+		}
+		if tmp == "" {
+			var err error
+			if tmp, err = os.MkdirTemp("", "warccheck-zstd-"); err != nil {
+				t.Fatalf("warccheck: %v", err)
+			}
+			defer os.RemoveAll(tmp)
+		}
+		dir := filepath.Join(tmp, strconv.Itoa(len(zst))) // paths in different directories may share a base name
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatalf("warccheck: %v", err)
+		}
+		if zst[p] = openZstd(zr, p, dir); zst[p] != nil {
+			readAs[p] = zst[p].plain
+		}
+	}
 	gr := &reporter{t: t, prefix: "warccheck (gowarc)"}
-	byFile, failed := checkGowarcFiles(gr, paths, allowOpen)
+	byFile, failed := checkGowarcFiles(gr, paths, allowOpen, zst)
 	wr := &reporter{t: t, prefix: "warccheck (warcio.js)"}
-	files, ran := checkWarcio(wr, paths, allowOpen)
+	files, ran := checkWarcio(wr, paths, allowOpen, readAs)
 	cr := &reporter{t: t, prefix: "warccheck (gowarc vs warcio.js)"}
 	if ran {
-		compare(cr, paths, byFile, failed, files)
+		compare(cr, paths, byFile, failed, files, zst)
 	}
 	var recs []Record
 	for _, p := range paths {
 		recs = append(recs, byFile[p]...)
 	}
-	return recs, gr.n + wr.n + cr.n
+	return recs, zr.n + gr.n + wr.n + cr.n
 }
 
 // reporter counts the problems it reports, so that Dir and Files know
@@ -129,7 +154,7 @@ func (r *reporter) errorf(format string, args ...any) {
 // isWARCName reports whether name is a WARC file name, open or closed.
 func isWARCName(name string) bool {
 	name = strings.TrimSuffix(name, ".open")
-	return strings.HasSuffix(name, ".warc") || strings.HasSuffix(name, ".warc.gz")
+	return strings.HasSuffix(name, ".warc") || strings.HasSuffix(name, ".warc.gz") || strings.HasSuffix(name, ".warc.zst")
 }
 
 // scanDir lists the WARC files under dir, sorted by base name, and the other
@@ -168,7 +193,7 @@ func scanDir(dir string) (warcs, otherOpen []string, err error) {
 // compare reports where warcio.js and gowarc read a file differently. Files
 // that either reader found broken are skipped: their problems are reported
 // already, and a reader that stopped early disagrees on every count.
-func compare(r *reporter, paths []string, byFile map[string][]Record, failed map[string]bool, files map[string]warcioFile) {
+func compare(r *reporter, paths []string, byFile map[string][]Record, failed map[string]bool, files map[string]warcioFile, zst map[string]*zstdFile) {
 	r.t.Helper()
 	for _, p := range paths {
 		wf, ok := files[p]
@@ -185,6 +210,9 @@ func compare(r *reporter, paths []string, byFile map[string][]Record, failed map
 			continue
 		}
 		for i, w := range wf.Records {
+			if z := zst[p]; z != nil {
+				w.Offset = z.fileOffset(w.Offset) // warcio.js read the decompressed file
+			}
 			if g[i].Type != w.Type || g[i].ID != w.ID || g[i].Offset != w.Offset || g[i].TargetURI != w.TargetURI || g[i].BlockLen != w.Length {
 				r.errorf("%s: record %d: gowarc read %s %s at %d (%q, %d bytes), warcio.js %s %s at %d (%q, %d bytes)",
 					p, i, g[i].Type, g[i].ID, g[i].Offset, g[i].TargetURI, g[i].BlockLen, w.Type, w.ID, w.Offset, w.TargetURI, w.Length)

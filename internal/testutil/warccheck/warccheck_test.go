@@ -284,7 +284,7 @@ func TestValidFilePasses(t *testing.T) {
 			t.Run("warcio", func(t *testing.T) {
 				needNode(t)
 				f := run(t, func(tb testing.TB) {
-					if _, ran := checkWarcio(&reporter{t: tb, prefix: "warcio"}, []string{path}, false); !ran {
+					if _, ran := checkWarcio(&reporter{t: tb, prefix: "warcio"}, []string{path}, false, nil); !ran {
 						tb.Errorf("warcio.js check did not run")
 					}
 				})
@@ -509,7 +509,7 @@ func TestDetects(t *testing.T) {
 				t.Run("warcio", func(t *testing.T) {
 					needNode(t)
 					f := run(t, func(tb testing.TB) {
-						checkWarcio(&reporter{t: tb, prefix: "warcio"}, paths, false)
+						checkWarcio(&reporter{t: tb, prefix: "warcio"}, paths, false, nil)
 					})
 					t.Logf("reported:\n%s", f.all())
 					if !strings.Contains(f.all(), tc.warcioWant) {
@@ -556,7 +556,7 @@ func TestRecordSplitOverMembers(t *testing.T) {
 	t.Run("warcio", func(t *testing.T) {
 		needNode(t)
 		f := run(t, func(tb testing.TB) {
-			checkWarcio(&reporter{t: tb, prefix: "warcio"}, []string{path}, false)
+			checkWarcio(&reporter{t: tb, prefix: "warcio"}, []string{path}, false, nil)
 		})
 		if !f.Failed() {
 			t.Errorf("warcio.js path accepted a record split over two gzip members")

@@ -91,7 +91,9 @@ func warcioCommand() (node, script string, err error) {
 // returns what warcio.js read, by path, and whether it ran at all: without
 // node or warcio.js it logs that the check was skipped, or fails when
 // CI=true. With allowOpen false a name ending in .open is a problem.
-func checkWarcio(r *reporter, paths []string, allowOpen bool) (map[string]warcioFile, bool) {
+// readAs names, for some paths, the file to read instead (a .warc.zst
+// file decompressed by the zstd command: warcio.js does not read zstd).
+func checkWarcio(r *reporter, paths []string, allowOpen bool, readAs map[string]string) (map[string]warcioFile, bool) {
 	r.t.Helper()
 	if len(paths) == 0 {
 		return map[string]warcioFile{}, true // nothing to read: an empty directory is fine
@@ -110,6 +112,9 @@ func checkWarcio(r *reporter, paths []string, allowOpen bool) (map[string]warcio
 		args = append(args, "--no-open")
 	}
 	for _, p := range paths {
+		if as, ok := readAs[p]; ok {
+			p = as
+		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			abs = p
