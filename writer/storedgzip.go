@@ -61,7 +61,7 @@ func (s *storedGzip) block(b []byte, final bool) error {
 	if final {
 		h[0] = 1
 	}
-	binary.LittleEndian.PutUint16(h[1:], uint16(len(b))) //nolint:gosec // len(b) <= maxStored
+	binary.LittleEndian.PutUint16(h[1:], uint16(len(b)))  //nolint:gosec // len(b) <= maxStored
 	binary.LittleEndian.PutUint16(h[3:], ^uint16(len(b))) //nolint:gosec // NLEN, its complement
 	if _, err := s.out.Write(h); err != nil {
 		return err
