@@ -34,7 +34,7 @@ func TestAsyncSameSum(t *testing.T) {
 					n = 1 + rng.IntN(70000)
 				}
 				n = min(n, len(p))
-				a.Write(p[:n])
+				_, _ = a.Write(p[:n])
 				ref.Write(p[:n])
 				p = p[n:]
 				if rng.IntN(40) == 0 { // a sum on the way changes nothing
@@ -47,7 +47,7 @@ func TestAsyncSameSum(t *testing.T) {
 				t.Fatalf("sum %x, want %x", got, want)
 			}
 			a.Reset()
-			a.Write(input[:10])
+			_, _ = a.Write(input[:10])
 			if got, want := a.Sum(nil), sha1.Sum(input[:10]); !bytes.Equal(got, want[:]) {
 				t.Fatalf("after Reset: %x, want %x", got, want)
 			}
@@ -61,17 +61,9 @@ func TestAsyncSameSum(t *testing.T) {
 // dropped without one (an aborted exchange), once it is collected.
 func TestAsyncLanes(t *testing.T) {
 	big := make([]byte, asyncFrom+asyncBlock)
-	var held []*Async
-	for range cap(lanes) {
-		a := NewAsync(sha1.New())
-		a.Write(big)
-		if !a.holdsLane() || a.last == nil {
-			t.Fatal("a hash past asyncFrom did not take a free lane")
-		}
-		held = append(held, a)
-	}
+	first := takeAllLanes(t, big) // the others are dropped holding theirs
 	extra := NewAsync(sha1.New())
-	extra.Write(big)
+	_, _ = extra.Write(big)
 	if extra.holdsLane() || extra.last != nil {
 		t.Fatal("a hash took a lane when none was free")
 	}
@@ -79,10 +71,9 @@ func TestAsyncLanes(t *testing.T) {
 	if got := extra.Sum(nil); !bytes.Equal(got, want[:]) {
 		t.Fatalf("inline past asyncFrom: %x, want %x", got, want)
 	}
-	if got := held[0].Sum(nil); !bytes.Equal(got, want[:]) || held[0].holdsLane() {
-		t.Fatalf("sum %x (want %x), lane still held: %v", got, want, held[0].holdsLane())
+	if got := first.Sum(nil); !bytes.Equal(got, want[:]) || first.holdsLane() {
+		t.Fatalf("sum %x (want %x), lane still held: %v", got, want, first.holdsLane())
 	}
-	held = nil // dropped without Sum: the collector gives their lanes back
 	deadline := time.Now().Add(10 * time.Second)
 	for len(lanes) > 0 {
 		if time.Now().After(deadline) {
@@ -91,4 +82,21 @@ func TestAsyncLanes(t *testing.T) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// takeAllLanes writes p to as many hashes as there are lanes, checks that
+// each took one, and returns the first.
+func takeAllLanes(t *testing.T, p []byte) *Async {
+	var first *Async
+	for range cap(lanes) {
+		a := NewAsync(sha1.New())
+		_, _ = a.Write(p)
+		if !a.holdsLane() || a.last == nil {
+			t.Fatal("a hash past asyncFrom did not take a free lane")
+		}
+		if first == nil {
+			first = a
+		}
+	}
+	return first
 }
