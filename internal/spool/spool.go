@@ -11,14 +11,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 )
 
-// Memory is held in pooled chunks, so that no capture copies its bytes
-// while it grows and none allocates once the pools are warm: a small first
-// chunk (most request records and small responses fit in it), then large
-// ones.
+// Memory is held in chunks kept for reuse, so that no capture copies its
+// bytes while it grows and none allocates once the free lists are warm: a
+// small first chunk (most request records and small responses fit in it),
+// then large ones.
 const (
 	smallChunk = 4 << 10
 	largeChunk = 32 << 10
@@ -32,8 +31,7 @@ type Spooler struct {
 	memUsed  atomic.Int64
 	diskUsed atomic.Int64
 	spills   atomic.Int64
-	small    sync.Pool
-	large    sync.Pool
+	free     freeChunks
 }
 
 // New returns a Spooler. maxMemPerBuffer is --tmp-file-max-memory, budget is
@@ -47,10 +45,7 @@ func New(dir string, maxMemPerBuffer, budget int64) (*Spooler, error) {
 			return nil, fmt.Errorf("creating spool dir: %w", err)
 		}
 	}
-	s := &Spooler{dir: dir, maxMem: maxMemPerBuffer, budget: budget}
-	s.small.New = func() any { b := make([]byte, smallChunk); return &b }
-	s.large.New = func() any { b := make([]byte, largeChunk); return &b }
-	return s, nil
+	return &Spooler{dir: dir, maxMem: maxMemPerBuffer, budget: budget}, nil
 }
 
 // MemoryInUse is the number of bytes of memory reserved by open buffers.
@@ -190,11 +185,11 @@ func (b *Buffer) roomInMemory(n int64) bool {
 	}
 	b.reserved += more
 	for len(b.chunks) < k {
+		size := largeChunk
 		if len(b.chunks) == 0 {
-			b.chunks = append(b.chunks, b.s.small.Get().(*[]byte))
-		} else {
-			b.chunks = append(b.chunks, b.s.large.Get().(*[]byte))
+			size = smallChunk
 		}
+		b.chunks = append(b.chunks, b.s.free.get(size))
 	}
 	return true
 }
@@ -240,18 +235,14 @@ func (b *Buffer) Close() error {
 		return nil
 	}
 	b.closed = true
-	for i, c := range b.chunks {
-		if i == 0 {
-			b.s.small.Put(c)
-		} else {
-			b.s.large.Put(c)
-		}
-	}
-	b.chunks = nil
 	if b.reserved > 0 {
 		b.s.memUsed.Add(-b.reserved)
 		b.reserved = 0
 	}
+	for _, c := range b.chunks {
+		b.s.free.put(c, b.s.budget-b.s.memUsed.Load())
+	}
+	b.chunks = nil
 	if b.file != nil {
 		b.s.diskUsed.Add(-(b.size - b.memLen))
 		err := b.file.Close()
