@@ -151,7 +151,7 @@ func Default() Config {
 		RolloverSize: 1_000_000_000,
 
 		TmpFileMaxMemory: 512 << 10,
-		SpoolMemory:      64 << 20,
+		SpoolMemory:      32 << 20,
 
 		SocketTimeout:   60 * time.Second,
 		FetchTimeout:    20 * time.Minute,

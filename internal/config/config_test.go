@@ -46,7 +46,7 @@ func TestDefaultValues(t *testing.T) {
 		HeaderTimeout: 30 * time.Second, MaxHeaderBytes: 4 * 1024 * 1024, HTTP2: true, HTTP2MaxStreams: 100,
 		WriterWorkers: 2, QueueSize: 1000, QueueMaxBytes: 256 << 20, QueueFullTimeout: 10 * time.Second,
 		RolloverSize: 1000000000, RolloverIdleTime: 0, MaxOpenWARCs: 256,
-		TmpFileMaxMemory: 512 * 1024, TmpDir: "", SpoolMemory: 64 * 1024 * 1024, MaxResourceSize: 0,
+		TmpFileMaxMemory: 512 * 1024, TmpDir: "", SpoolMemory: 32 * 1024 * 1024, MaxResourceSize: 0,
 		SocketTimeout: 60 * time.Second, FetchTimeout: 20 * time.Minute, MethodFilter: nil, VerifyUpstreamTLS: false,
 		ShutdownTimeout: 30 * time.Second,
 		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db", StoreTimeout: 500 * time.Millisecond,
