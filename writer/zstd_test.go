@@ -259,19 +259,7 @@ func TestZstdAllocs(t *testing.T) {
 	}
 	e := newCodecEncoder(warcscan.Zstd, nil)
 	blocks := [][]byte{httpResponse(randomBytes(256<<10, 1)), httpResponse(bench.Text(256 << 10)), httpResponse(bench.Text(2 << 10))}
-	recs := make([]Record, len(blocks))
-	for i, b := range blocks {
-		recs[i] = Record{Type: "response", ID: "<urn:uuid:1>", Date: time.Unix(1e9, 0), Block: bytes.NewReader(b),
-			BlockLength: int64(len(b)), BlockDigest: "sha1:X"}
-	}
-	write := func() {
-		for i := range recs {
-			require.NoError(t, e.w.writeRecord(e.wf, &recs[i]))
-		}
-		require.NoError(t, e.wf.out.Cut(0))
-	}
-	write()
-	require.LessOrEqual(t, testing.AllocsPerRun(5, write), float64(2*len(recs)))
+	require.LessOrEqual(t, allocsWriting(t, e, blocks), float64(2*len(blocks)))
 }
 
 // cutCase is a file recovery must cut back: how many whole records it
