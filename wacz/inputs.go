@@ -49,6 +49,9 @@ func checkInputs(paths []string) ([]input, error) {
 			return nil, err
 		}
 		if prev, ok := byName[in.name]; ok {
+			if sameFile(prev, p) {
+				return nil, argErrorf("%s is given twice", p)
+			}
 			return nil, argErrorf("%s and %s have the same name; a WACZ keeps its WARCs under archive/ by base name: rename one", prev, p)
 		}
 		byName[in.name] = p
@@ -70,9 +73,16 @@ func checkInput(path string) (input, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && strings.ContainsAny(name, "*?[") {
+			// The shell passes a pattern that matched nothing on as it is.
+			return input{}, argErrorf("%s: no file matches this pattern (are the WARCs still being written, named .open?)", path)
+		}
 		return input{}, argErrorf("%s: %v", path, unwrapPathError(err))
 	}
 	defer func() { _ = f.Close() }()
+	if lockedByWriter(f) {
+		return input{}, argErrorf("%s: still being written: a running warcproxy holds its lock (with --no-warc-open-suffix the name does not say so); pack it once the proxy has closed it", path)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return input{}, argErrorf("%s: %v", path, unwrapPathError(err))
@@ -153,4 +163,11 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// sameFile reports whether a and b name one file.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

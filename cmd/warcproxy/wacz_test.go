@@ -100,6 +100,8 @@ func TestWACZCommand(t *testing.T) {
 		{"zstd named .warc.gz", []string{"--output", "OUT", zstAsGz}, 2, zstAsGz + ": zstd-compressed, whatever its name says", false},
 		{"plain named .warc.gz", []string{"--output", "OUT", plainAsGz}, 2, plainAsGz + ": named .warc.gz but not compressed", false},
 		{"same base name", []string{"--output", "OUT", good, twin}, 2, "have the same name", false},
+		{"same file twice", []string{"--output", "OUT", good, good}, 2, good + " is given twice", false},
+		{"pattern that matched nothing", []string{"--output", "OUT", filepath.Join(in, "*.warc.gz")}, 2, "*.warc.gz: no file matches this pattern (are the WARCs still being written, named .open?)", false},
 		{"output exists", []string{"--output", "OUT", good}, 2, "exists; --force replaces it", true},
 		{"truncated record", []string{"--output", "OUT", good, truncated}, 1, truncated + ": not a whole warc record at offset ", false},
 		{"junk after the records", []string{"--output", "OUT", junkTail}, 1, junkTail + ": not a whole warc record at offset " + strconv.Itoa(len(data)), false},

@@ -228,7 +228,11 @@ func (s *Scanner) fail(at int64, err error) error {
 	case errors.Is(err, ErrHeaderTooLong):
 		s.err = fmt.Errorf("record at offset %d: %w (over %d bytes)", at, ErrHeaderTooLong, s.maxHeader)
 	default:
-		s.err = fmt.Errorf("%w at offset %d (%s): %v", ErrNotWhole, at, s.codec.Name(), err)
+		kind := s.codec.Name() + "-compressed"
+		if s.codec == None {
+			kind = "uncompressed"
+		}
+		s.err = fmt.Errorf("%w at offset %d (%s): %v", ErrNotWhole, at, kind, err)
 	}
 	return s.err
 }
