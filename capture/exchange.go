@@ -110,6 +110,7 @@ func (s *Stage) Abandon(ex *Exchange) {
 func (ex *Exchange) release() {
 	ex.Request.Close()
 	ex.Response.Close()
+	ex.Payload.Release()
 }
 
 // mimeTypeOf is the media type of a Content-Type value, lower case, without

@@ -192,6 +192,7 @@ func (s *Server) fetchFailed(w http.ResponseWriter, r *http.Request, ex *capture
 func (s *Server) finish(f *fetched, ex *capture.Exchange) {
 	ex.ResEnd = f.c.Consumed()
 	if f.brokenFraming && ex.Response != nil {
+		ex.Payload.Release() // replaced by the hash of the whole chunks
 		ex.ResEnd, ex.Payload.H = ex.Response.RecutChunked(ex.HeadEnd, ex.ResEnd)
 	}
 	s.metrics.response(ex.ResEnd - ex.ResStart)

@@ -19,7 +19,7 @@ import (
 type Recorder struct {
 	buf *spool.Buffer
 	alg digest.Algorithm
-	h   hash.Hash
+	h   *digest.Async
 	err error
 }
 
@@ -53,10 +53,12 @@ func (r *Recorder) Digest(alg digest.Algorithm, b32 bool) string {
 	return alg.Format(r.h.Sum(nil), b32)
 }
 
-// Close releases the spool; a nil Recorder is fine.
+// Close releases the spool and the hash (its lane, if it hashed off this
+// goroutine); a nil Recorder is fine.
 func (r *Recorder) Close() {
 	if r != nil {
 		r.buf.Close()
+		r.h.Release()
 	}
 }
 
@@ -153,6 +155,14 @@ type Payload struct {
 	R io.Reader
 	H hash.Hash // nil when not hashed
 	N int64     // bytes read so far
+}
+
+// Release lets go of H's resources (a digest.Async's lane) once its sum is
+// taken or will not be: H itself stays usable.
+func (p *Payload) Release() {
+	if r, ok := p.H.(interface{ Release() }); ok {
+		r.Release()
+	}
 }
 
 func (p *Payload) Read(b []byte) (int, error) {

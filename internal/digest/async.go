@@ -24,12 +24,15 @@ var asyncBlocks = sync.Pool{New: func() any { b := make([]byte, 0, asyncBlock); 
 
 // lanes bounds the hashes that hash off their writers' goroutines at once,
 // process-wide: two (an exchange's block and payload digests) per core
-// beyond the first. Moving the hashing pays only when a core would
+// beyond the first, so none on one core. Moving the hashing pays only when a core would
 // otherwise idle: with ten huge downloads on two cores every core is busy,
 // and handing blocks over would only add copies and goroutine switches
 // (measured: 4 MB bodies at 10 connections lost 7%). A hash that finds no
 // free lane when it passes asyncFrom stays inline.
-var lanes = make(chan struct{}, 2*max(1, runtime.GOMAXPROCS(0)-1))
+var lanes = make(chan struct{}, 2*max(0, runtime.GOMAXPROCS(0)-1))
+
+// LanesInUse is how many hashes hash off their writers' goroutines now.
+func LanesInUse() int { return len(lanes) }
 
 // Async is a hash.Hash that hashes large inputs off the writer's
 // goroutine when a lane is free. Each full block of copied input gets a
