@@ -5,9 +5,12 @@ import "sync"
 // freeChunks keeps the chunks of closed buffers for the next ones. Unlike
 // a sync.Pool, which keeps what it holds through two garbage collections
 // and so let RSS reach about twice --spool-memory under load (153 MB with
-// the default 64 MiB at 256 KB c50), it keeps no more than the budget
-// leaves unused: chunks in use and chunks kept add up to the budget at
-// most, and the rest go to the garbage collector.
+// the then default 64 MiB at 256 KB c50), a chunk is kept only if what is
+// kept stays within what the budget leaves unused at that moment, so
+// chunks in use and kept add up to about the budget (a buffer that
+// reserves memory takes a kept chunk only after reserving); the rest go to
+// the garbage collector. What is kept stays for the next burst: an idle
+// proxy holds up to --spool-memory of chunks.
 type freeChunks struct {
 	mu    sync.Mutex
 	small []*[]byte

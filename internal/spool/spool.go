@@ -196,6 +196,10 @@ func (b *Buffer) roomInMemory(n int64) bool {
 
 // ReadAt implements io.ReaderAt over everything written so far.
 func (b *Buffer) ReadAt(p []byte, off int64) (int, error) {
+	if b.closed {
+		// Its chunks may already hold another buffer's bytes.
+		return 0, errors.New("spool: read from closed buffer")
+	}
 	if off < 0 {
 		return 0, errors.New("spool: negative offset")
 	}

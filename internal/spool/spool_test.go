@@ -109,3 +109,41 @@ func FuzzBuffer(f *testing.F) {
 		}
 	})
 }
+
+// TestChunksReusedWithinBudget: the chunks of closed buffers serve the next
+// ones (the same memory, not new allocations), a closed buffer cannot be
+// read (its chunks may hold another capture's bytes by then), and what is
+// kept never exceeds what the budget leaves unused.
+func TestChunksReusedWithinBudget(t *testing.T) {
+	const budget = 256 << 10
+	s, err := New(t.TempDir(), 128<<10, budget)
+	require.NoError(t, err)
+	body := bytes.Repeat([]byte("a"), 100<<10)
+	a := s.NewBuffer()
+	_, _ = a.Write(body)
+	first := a.chunks[1]
+	require.NoError(t, a.Close())
+	_, err = a.ReadAt(make([]byte, 10), 0)
+	require.Error(t, err, "a closed buffer must not be read")
+
+	b := s.NewBuffer()
+	other := bytes.Repeat([]byte("b"), 100<<10)
+	_, _ = b.Write(other)
+	require.Contains(t, b.chunks, first, "a kept chunk is reused")
+	require.Equal(t, other, readAll(t, b))
+
+	// Many buffers filling the budget, then all closed at once: what is
+	// kept stays within the budget.
+	var bufs []*Buffer
+	for range 8 {
+		c := s.NewBuffer()
+		_, _ = c.Write(body)
+		bufs = append(bufs, c)
+	}
+	require.NoError(t, b.Close())
+	for _, c := range bufs {
+		require.NoError(t, c.Close())
+	}
+	require.Zero(t, s.MemoryInUse())
+	require.LessOrEqual(t, s.free.bytes, int64(budget))
+}
