@@ -2,6 +2,7 @@ package wacz
 
 import (
 	"bufio"
+	"compress/flate"
 	"compress/zlib"
 	"crypto/sha256"
 	"encoding/hex"
@@ -116,16 +117,31 @@ func (pf *pageFinder) title(r *cdxj.Response) string {
 		}
 		body = &pf.gz
 	case "deflate":
-		zr, err := zlib.NewReader(body)
-		if err != nil {
+		if body = inflater(body); body == nil {
 			return ""
 		}
-		body = zr
 	default:
 		return ""
 	}
 	pf.br.Reset(io.LimitReader(body, titleScan))
 	return findTitle(pf.br, r.Header("Content-Type"))
+}
+
+// inflater undoes Content-Encoding: deflate, which RFC 9110 defines as a
+// zlib stream but which some servers send as raw deflate; the first two
+// bytes tell which (a zlib header names method 8 and is a multiple of 31).
+// nil: a zlib header that does not read.
+func inflater(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	h, err := br.Peek(2)
+	if err == nil && h[0]&0x0f == 8 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 {
+		zr, err := zlib.NewReader(br)
+		if err != nil {
+			return nil
+		}
+		return zr
+	}
+	return flate.NewReader(br)
 }
 
 // findTitle reads HTML from br, in the charset its Content-Type or its

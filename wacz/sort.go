@@ -16,7 +16,7 @@ import (
 // in one buffer; each time it holds limit bytes they are sorted and
 // written to a run file in dir, and the runs are merged at the end. A
 // collection of any size is indexed with at most limit bytes of lines in
-// memory (and 8 bytes per line of bookkeeping).
+// memory (and 16 bytes per line of bookkeeping).
 type lineSorter struct {
 	dir   string
 	limit int

@@ -3,7 +3,9 @@ package wacz_test
 import (
 	"bufio"
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,6 +69,24 @@ func gzipped(t *testing.T, p []byte) []byte {
 	return b.Bytes()
 }
 
+// deflated is p as Content-Encoding: deflate, in a zlib stream (wrap) or
+// raw.
+func deflated(t *testing.T, p []byte, wrap bool) []byte {
+	var b bytes.Buffer
+	var zw io.WriteCloser
+	if wrap {
+		zw = zlib.NewWriter(&b)
+	} else {
+		fw, err := flate.NewWriter(&b, flate.DefaultCompression)
+		require.NoError(t, err)
+		zw = fw
+	}
+	_, err := zw.Write(p)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
 // site is an origin with pages of every kind pages.jsonl must tell apart.
 func site(t *testing.T) *httptest.Server {
 	html := func(body string) http.HandlerFunc {
@@ -96,6 +116,15 @@ func site(t *testing.T) *httptest.Server {
 		w.Header().Set("Content-Encoding", "gzip")
 		_, _ = w.Write(gz)
 	})
+	for path, wrap := range map[string]bool{"/zlib.html": true, "/rawdeflate.html": false} {
+		page := []byte("<title>Deflated " + path + "</title>" + strings.Repeat("y", 3000))
+		body := deflated(t, page, wrap)
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Encoding", "deflate") // zlib as RFC 9110 says, or raw as some servers send
+			_, _ = w.Write(body)
+		})
+	}
 	mux.HandleFunc("/chunked.html", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/xhtml+xml")
 		for _, part := range []string{"<html><head><ti", "tle>Chunked ", "Page</title></head>", "<body/></html>"} {
@@ -121,8 +150,8 @@ func site(t *testing.T) *httptest.Server {
 
 // sitePaths are fetched in this order; /same.html twice (the second time a
 // revisit).
-var sitePaths = []string{"/", "/img.png", "/redirect", "/missing.html", "/gzip.html", "/chunked.html",
-	"/latin1.html", "/brotli.html", "/untitled.html", "/same.html", "/same.html"}
+var sitePaths = []string{"/", "/img.png", "/redirect", "/missing.html", "/gzip.html", "/zlib.html",
+	"/rawdeflate.html", "/chunked.html", "/latin1.html", "/brotli.html", "/untitled.html", "/same.html", "/same.html"}
 
 // recordSite fetches sitePaths through a real proxy and returns the WARC
 // files it wrote, checked by gowarc and warcio.js, and their records.
@@ -443,15 +472,17 @@ func TestPack(t *testing.T) {
 		require.NoError(t, sc.Err())
 		twice := func(s string) []string { return []string{s, s} } // one page per WARC
 		require.Equal(t, map[string][]string{
-			"/":              twice("Café & Bar Page"),
-			"/gzip.html":     twice("Gzipped"),
-			"/chunked.html":  twice("Chunked Page"),
-			"/latin1.html":   twice("Café crème"),
-			"/brotli.html":   twice("(none)"),
-			"/untitled.html": twice("(none)"),
-			"/same.html":     twice("Same"), // and not its revisit
+			"/":                twice("Café & Bar Page"),
+			"/gzip.html":       twice("Gzipped"),
+			"/zlib.html":       twice("Deflated /zlib.html"),
+			"/rawdeflate.html": twice("Deflated /rawdeflate.html"),
+			"/chunked.html":    twice("Chunked Page"),
+			"/latin1.html":     twice("Café crème"),
+			"/brotli.html":     twice("(none)"),
+			"/untitled.html":   twice("(none)"),
+			"/same.html":       twice("Same"), // and not its revisit
 		}, titles)
-		require.EqualValues(t, 14, sum.Pages)
+		require.EqualValues(t, 18, sum.Pages)
 	})
 }
 
@@ -469,15 +500,15 @@ func TestPackPagesNone(t *testing.T) {
 	require.Equal(t, `{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}`+"\n", string(data))
 }
 
-// TestPackDamagedInput: an input whose records stop being whole mid-way
-// fails the packing, names the file, and leaves nothing in the output
-// directory.
+// TestPackDamagedInput: an input whose last record is cut short (a cut
+// anywhere else may fall between two records) fails the packing, names the
+// file, and leaves nothing in the output directory.
 func TestPackDamagedInput(t *testing.T) {
 	warcs, _ := recordSite(t, site(t).URL, true)
 	data, err := os.ReadFile(warcs[0])
 	require.NoError(t, err)
 	damaged := filepath.Join(t.TempDir(), "damaged.warc.gz")
-	require.NoError(t, os.WriteFile(damaged, data[:len(data)*2/3], 0o644))
+	require.NoError(t, os.WriteFile(damaged, data[:len(data)-10], 0o644))
 
 	outDir := t.TempDir()
 	_, err = wacz.Pack(context.Background(), append(warcs, damaged), wacz.Options{Output: filepath.Join(outDir, "x.wacz")})

@@ -22,7 +22,7 @@ type gzipSet struct {
 	probe *probe
 	byLvl []levelWriter
 	par   *parallelGzip // nil until a huge compressible block comes
-	store storedGzip    // for incompressible blocks (and --gzip-level 0)
+	store storedGzip    // for blocks the probe finds incompressible
 	count *memberCounts
 }
 

@@ -51,9 +51,9 @@ func realMain(args []string) int {
 	// Capture bytes wait in the heap, up to --spool-memory, and Go lets
 	// the heap grow to twice what is live before it collects (GOGC=100):
 	// at 256 KB c50 that was about 100 MB of RSS. Collecting at 1.5 times
-	// keeps it near 80 MB for 1-2% of CPU; a GOGC in the environment
-	// still decides.
-	if os.Getenv("GOGC") == "" {
+	// keeps it near 80 MB for 1-2% of CPU. GOGC or GOMEMLIMIT in the
+	// environment leave the collector to Go.
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetGCPercent(50)
 	}
 	logger := newLogger(cfg)
