@@ -206,7 +206,11 @@ func (z *zipPackage) addWARC(ctx context.Context, in input, v cdxj.Visitor) erro
 	}
 	// The walk ends at the end of the file; a file that grew meanwhile
 	// was still being written.
-	if n, err := io.Copy(io.Discard, src); err != nil || n > 0 || e.n != in.size {
+	n, err := io.Copy(io.Discard, src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.path, err)
+	}
+	if n > 0 || e.n != in.size {
 		return fmt.Errorf("%s: the file changed while it was packed (%d bytes before, %d read)", in.path, in.size, e.n)
 	}
 	z.done(e, true)
