@@ -75,7 +75,6 @@ func (z *zipPackage) writeDatapackage(title, software string) error {
 		if _, err := e.Write(f.data); err != nil {
 			return fmt.Errorf("writing %s: %w", f.path, err)
 		}
-		z.done(e, false)
 	}
 	return nil
 }

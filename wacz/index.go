@@ -37,7 +37,7 @@ func (z *zipPackage) writeIndex(lines *lineSorter) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", indexCDXJ, err)
 	}
-	z.done(e, true)
+	z.list(e)
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (z *zipPackage) writeCompressedIndex(lines *lineSorter) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", indexCDXGz, err)
 	}
-	z.done(e, true)
+	z.list(e)
 
 	e, err = z.create(indexIDX, zip.Deflate)
 	if err != nil {
@@ -102,7 +102,7 @@ func (z *zipPackage) writeCompressedIndex(lines *lineSorter) error {
 	if _, err := e.Write(idx); err != nil {
 		return fmt.Errorf("writing %s: %w", indexIDX, err)
 	}
-	z.done(e, true)
+	z.list(e)
 	return nil
 }
 

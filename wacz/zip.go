@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -63,12 +64,9 @@ func (z *zipPackage) create(path string, method uint16) (*entry, error) {
 	return &entry{w: w, sha: sha256.New(), path: path}, nil
 }
 
-// done records a finished entry for datapackage.json (listed unless the
-// package's own metadata).
-func (z *zipPackage) done(e *entry, listed bool) {
-	if !listed {
-		return
-	}
+// list records a finished entry for datapackage.json (every entry but
+// the package's own metadata).
+func (z *zipPackage) list(e *entry) {
 	z.resources = append(z.resources, resource{
 		Name:  z.resourceName(e.path),
 		Path:  e.path,
@@ -101,5 +99,21 @@ func (z *zipPackage) close() error {
 	if err := z.zw.Close(); err != nil {
 		return fmt.Errorf("finishing the zip: %w", err)
 	}
+	return nil
+}
+
+// copyFile adds the file f, from its start, as the entry path.
+func (z *zipPackage) copyFile(path string, f *os.File) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("reading back %s: %w", path, err)
+	}
+	e, err := z.create(path, zip.Deflate)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(e, f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	z.list(e)
 	return nil
 }
