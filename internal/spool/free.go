@@ -9,8 +9,9 @@ import "sync"
 // kept stays within what the budget leaves unused at that moment, so
 // chunks in use and kept add up to about the budget (a buffer that
 // reserves memory takes a kept chunk only after reserving); the rest go to
-// the garbage collector. What is kept stays for the next burst: an idle
-// proxy holds up to --spool-memory of chunks.
+// the garbage collector. At most a quarter of the budget is kept
+// (keptShare), and it stays for the next exchanges: an idle proxy holds up
+// to --spool-memory/4 of chunks.
 type freeChunks struct {
 	mu    sync.Mutex
 	small []*[]byte
