@@ -77,7 +77,7 @@ func (s *Stage) Open(ex *Exchange) {
 	if ex.archive || s.opts.CrawlLog != nil {
 		// The crawl log names the payload digest of what is not archived
 		// too, as warcprox's does.
-		ex.Payload.H = digest.NewAsync(s.opts.Digest.New()) // hashes a huge body on a spare core
+		ex.Payload.H = digest.NewAsync(s.opts.Digest.New(), s.opts.HashLanes) // a huge body on a spare core
 	}
 }
 
@@ -91,8 +91,8 @@ func (s *Stage) Rerecord(ex *Exchange) {
 }
 
 func (s *Stage) record(ex *Exchange) {
-	ex.Request = wire.NewRecorder(s.opts.Spooler, s.opts.Digest)
-	ex.Response = wire.NewRecorder(s.opts.Spooler, s.opts.Digest)
+	ex.Request = wire.NewRecorder(s.opts.Spooler, s.opts.Digest, s.opts.HashLanes)
+	ex.Response = wire.NewRecorder(s.opts.Spooler, s.opts.Digest, s.opts.HashLanes)
 }
 
 // Abandon ends an exchange that got no response worth submitting (the

@@ -74,7 +74,10 @@ type Options struct {
 	Spooler *spool.Spooler // holds the recordings
 	Queue   Queue
 	Digest  digest.Algorithm // sha1 when empty
-	Base32  bool
+	// HashLanes are shared by every exchange's digests: a huge body's are
+	// hashed on a spare core while a lane is free; nil: always inline.
+	HashLanes *digest.Lanes
+	Base32    bool
 	// WARCVersion ("1.0" or "1.1") is what the writer writes: dedup
 	// entries keep WARC-Date as written, and revisit records name the
 	// version's profile.

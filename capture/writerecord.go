@@ -87,7 +87,7 @@ func (s *Stage) WriteRecord(r *Record, body io.Reader) error {
 
 // spoolRecord reads the body, which must be exactly r.Length bytes.
 func (s *Stage) spoolRecord(r *Record, body io.Reader) (*wire.Recorder, error) {
-	rec := wire.NewRecorder(s.opts.Spooler, s.opts.Digest)
+	rec := wire.NewRecorder(s.opts.Spooler, s.opts.Digest, s.opts.HashLanes)
 	n, err := io.Copy(rec, body)
 	if err == nil && n != r.Length {
 		err = fmt.Errorf("body has %d bytes, Content-Length says %d", n, r.Length)

@@ -44,8 +44,8 @@ func (f *fakeSink) CheckLimits(context.Context, string, *warcproxmeta.Meta) (*wa
 }
 
 func (f *fakeSink) Open(ex *capture.Exchange) {
-	ex.Request = wire.NewRecorder(f.spooler, digest.SHA1)
-	ex.Response = wire.NewRecorder(f.spooler, digest.SHA1)
+	ex.Request = wire.NewRecorder(f.spooler, digest.SHA1, nil)
+	ex.Response = wire.NewRecorder(f.spooler, digest.SHA1, nil)
 }
 
 func (f *fakeSink) Rerecord(ex *capture.Exchange) { f.Open(ex) }

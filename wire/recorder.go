@@ -24,9 +24,10 @@ type Recorder struct {
 }
 
 // NewRecorder spools into a new buffer of s, hashing with alg (off this
-// goroutine once the recording is large: digest.Async).
-func NewRecorder(s *spool.Spooler, alg digest.Algorithm) *Recorder {
-	return &Recorder{buf: s.NewBuffer(), alg: alg, h: digest.NewAsync(alg.New())}
+// goroutine once the recording is large and one of lanes is free:
+// digest.Async).
+func NewRecorder(s *spool.Spooler, alg digest.Algorithm, lanes *digest.Lanes) *Recorder {
+	return &Recorder{buf: s.NewBuffer(), alg: alg, h: digest.NewAsync(alg.New(), lanes)}
 }
 
 func (r *Recorder) Write(p []byte) (int, error) {

@@ -57,6 +57,7 @@ func captureOptions(a *App) capture.Options {
 	alg, _ := digest.Parse(cfg.DigestAlgorithm)
 	o := capture.Options{
 		Spooler:             a.spooler,
+		HashLanes:           digest.NewLanes(digest.SpareCoreLanes()),
 		Queue:               a.pool,
 		Digest:              alg,
 		Base32:              cfg.Base32,

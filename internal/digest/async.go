@@ -22,17 +22,49 @@ const (
 
 var asyncBlocks = sync.Pool{New: func() any { b := make([]byte, 0, asyncBlock); return &b }}
 
-// lanes bounds the hashes that hash off their writers' goroutines at once,
-// process-wide: two (an exchange's block and payload digests) per core
-// beyond the first, so none on one core. Moving the hashing pays only when a core would
-// otherwise idle: with ten huge downloads on two cores every core is busy,
-// and handing blocks over would only add copies and goroutine switches
-// (measured: 4 MB bodies at 10 connections lost 7%). A hash that finds no
-// free lane when it passes asyncFrom stays inline.
-var lanes = make(chan struct{}, 2*max(0, runtime.GOMAXPROCS(0)-1))
+// Lanes bound the hashes that hash off their writers' goroutines at once:
+// the proxy makes one for all its exchanges (two lanes, an exchange's block
+// and payload digests, per core beyond the first: SpareCoreLanes). Moving
+// the hashing pays only when a core would otherwise idle: with ten huge
+// downloads on two cores every core is busy, and handing blocks over would
+// only add copies and goroutine switches (measured: 4 MB bodies at 10
+// connections lost 7%). A hash that finds no free lane when it passes
+// asyncFrom stays inline.
+type Lanes struct{ free chan struct{} }
 
-// LanesInUse is how many hashes hash off their writers' goroutines now.
-func LanesInUse() int { return len(lanes) }
+// NewLanes returns n lanes; with 0 (or a nil *Lanes) every hash is inline.
+func NewLanes(n int) *Lanes { return &Lanes{free: make(chan struct{}, max(0, n))} }
+
+// SpareCoreLanes is two lanes per core Go runs on beyond the first.
+func SpareCoreLanes() int { return 2 * max(0, runtime.GOMAXPROCS(0)-1) }
+
+// InUse is how many hashes hash off their writers' goroutines now.
+func (l *Lanes) InUse() int { return len(l.free) }
+
+func (l *Lanes) take() bool {
+	if l == nil {
+		return false
+	}
+	select {
+	case l.free <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// laneHeld is what a dropped Async's cleanup needs to give its lane back.
+type laneHeld struct {
+	held  atomic.Bool
+	lanes *Lanes
+}
+
+// giveBack returns a lane still held.
+func giveBack(l *laneHeld) {
+	if l.held.CompareAndSwap(true, false) {
+		<-l.lanes.free
+	}
+}
 
 // Async is a hash.Hash that hashes large inputs off the writer's
 // goroutine when a lane is free. Each full block of copied input gets a
@@ -43,8 +75,9 @@ func LanesInUse() int { return len(lanes) }
 // other hashes, an Async is used by one goroutine at a time.
 type Async struct {
 	h     hash.Hash
-	n     int64        // bytes written since the last Reset
-	lane  *atomic.Bool // set while this hash holds a lane; nil: never held one
+	n     int64     // bytes written since the last Reset
+	lanes *Lanes    // where it takes a lane; nil: always inline
+	lane  *laneHeld // nil until it first takes a lane
 	slots [asyncSlots]asyncSlot
 	cur   int           // the slot being filled
 	last  chan struct{} // closed when the latest block handed over is hashed
@@ -59,8 +92,9 @@ type asyncSlot struct {
 
 var _ hash.Hash = (*Async)(nil)
 
-// NewAsync wraps h, which it owns from now on.
-func NewAsync(h hash.Hash) *Async { return &Async{h: h} }
+// NewAsync wraps h, which it owns from now on, hashing off the writer's
+// goroutine when one of lanes is free.
+func NewAsync(h hash.Hash, lanes *Lanes) *Async { return &Async{h: h, lanes: lanes} }
 
 // Write hashes p: inline up to asyncFrom bytes, and past it too when no
 // lane is free; else by copying it into blocks handed to hashing
@@ -95,34 +129,21 @@ func (a *Async) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (a *Async) holdsLane() bool { return a.lane != nil && a.lane.Load() }
+func (a *Async) holdsLane() bool { return a.lane != nil && a.lane.held.Load() }
 
 // takeLane takes a free lane for this hash, once it is past asyncFrom.
 func (a *Async) takeLane() bool {
-	if a.n < asyncFrom {
-		return false
-	}
-	select {
-	case lanes <- struct{}{}:
-	default:
+	if a.n < asyncFrom || !a.lanes.take() {
 		return false
 	}
 	if a.lane == nil {
-		held := new(atomic.Bool)
-		a.lane = held
+		a.lane = &laneHeld{lanes: a.lanes}
 		// An Async dropped with a lane (an exchange given up half-way)
 		// must not keep it from the next huge download for good.
-		runtime.AddCleanup(a, giveBack, held)
+		runtime.AddCleanup(a, giveBack, a.lane)
 	}
-	a.lane.Store(true)
+	a.lane.held.Store(true)
 	return true
-}
-
-// giveBack returns a lane still held.
-func giveBack(held *atomic.Bool) {
-	if held.CompareAndSwap(true, false) {
-		<-lanes
-	}
 }
 
 // fillable returns the current slot, ready to take bytes: its last block

@@ -21,7 +21,7 @@ func BenchmarkAsync(b *testing.B) {
 			for b.Loop() {
 				var h = sha1.New()
 				if async {
-					h = NewAsync(h)
+					h = NewAsync(h, NewLanes(2))
 				}
 				for range 256 {
 					h.Write(p)

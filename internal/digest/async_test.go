@@ -24,7 +24,7 @@ func TestAsyncSameSum(t *testing.T) {
 		{"whole", len(input)}, {"4KiB", 4 << 10}, {"1MiB", 1 << 20}, {"odd", 1}, {"random", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, ref := NewAsync(sha1.New()), sha1.New()
+			a, ref := NewAsync(sha1.New(), NewLanes(1)), sha1.New()
 			for p := input; len(p) > 0; {
 				n := tc.write
 				if n == 0 {
@@ -37,7 +37,7 @@ func TestAsyncSameSum(t *testing.T) {
 				_, _ = a.Write(p[:n])
 				ref.Write(p[:n])
 				p = p[n:]
-				if cap(lanes) > 0 && a.n > asyncFrom && a.last == nil && !a.holdsLane() {
+				if a.n > asyncFrom && a.last == nil && !a.holdsLane() {
 					t.Fatalf("past asyncFrom (%d bytes) with a lane free, nothing went off the goroutine", a.n)
 				}
 				if rng.IntN(40) == 0 { // a sum on the way changes nothing
@@ -63,12 +63,10 @@ func TestAsyncSameSum(t *testing.T) {
 // still sums right); Sum gives the lane back, and so does an Async
 // dropped without one (an aborted exchange), once it is collected.
 func TestAsyncLanes(t *testing.T) {
-	if cap(lanes) == 0 {
-		t.Skip("one core: no lanes, every hash is inline")
-	}
+	lanes := NewLanes(2)
 	big := make([]byte, asyncFrom+asyncBlock)
-	first := takeAllLanes(t, big) // the others are dropped holding theirs
-	extra := NewAsync(sha1.New())
+	first := takeAllLanes(t, lanes, big) // the others are dropped holding theirs
+	extra := NewAsync(sha1.New(), lanes)
 	_, _ = extra.Write(big)
 	if extra.holdsLane() || extra.last != nil {
 		t.Fatal("a hash took a lane when none was free")
@@ -81,9 +79,9 @@ func TestAsyncLanes(t *testing.T) {
 		t.Fatalf("sum %x (want %x), lane still held: %v", got, want, first.holdsLane())
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(lanes) > 0 {
+	for lanes.InUse() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d lanes not given back", len(lanes))
+			t.Fatalf("%d lanes not given back", lanes.InUse())
 		}
 		runtime.GC()
 		time.Sleep(time.Millisecond)
@@ -92,10 +90,10 @@ func TestAsyncLanes(t *testing.T) {
 
 // takeAllLanes writes p to as many hashes as there are lanes, checks that
 // each took one, and returns the first.
-func takeAllLanes(t *testing.T, p []byte) *Async {
+func takeAllLanes(t *testing.T, lanes *Lanes, p []byte) *Async {
 	var first *Async
-	for range cap(lanes) {
-		a := NewAsync(sha1.New())
+	for range cap(lanes.free) {
+		a := NewAsync(sha1.New(), lanes)
 		_, _ = a.Write(p)
 		if !a.holdsLane() || a.last == nil {
 			t.Fatal("a hash past asyncFrom did not take a free lane")
@@ -105,4 +103,21 @@ func takeAllLanes(t *testing.T, p []byte) *Async {
 		}
 	}
 	return first
+}
+
+// TestAsyncNoLanes: with no lanes (one core) or none given, every byte is
+// hashed inline, and the sum is the same.
+func TestAsyncNoLanes(t *testing.T) {
+	big := make([]byte, 3*asyncFrom)
+	want := sha1.Sum(big)
+	for _, lanes := range []*Lanes{nil, NewLanes(0)} {
+		a := NewAsync(sha1.New(), lanes)
+		_, _ = a.Write(big)
+		if a.holdsLane() || a.last != nil {
+			t.Fatal("hashed off the goroutine without a lane")
+		}
+		if got := a.Sum(nil); !bytes.Equal(got, want[:]) {
+			t.Fatalf("sum %x, want %x", got, want)
+		}
+	}
 }
