@@ -46,7 +46,7 @@ func (w *worker) writeRecord(wf *warcFile, r *Record) error {
 	case w.gz != nil:
 		return w.gz.write(wf.out, r, body)
 	case w.zst != nil:
-		return w.zst.write(wf.out, int64(len(w.hdr))+r.BlockLength+int64(len(recordEnd)), body)
+		return w.zst.write(wf.out, r, int64(len(w.hdr))+r.BlockLength+int64(len(recordEnd)), body)
 	}
 	return body(wf.out)
 }

@@ -162,7 +162,10 @@ func TestZstdFiles(t *testing.T) {
 				_, err = zstdcli.Try(t, nil, "-d", "-c", path)
 				require.ErrorContains(t, err, "Dictionary mismatch", "frames use the dictionary")
 			}
-			require.Equal(t, frames, p.stats.frames[frameLevel].Load())
+			level, raw := p.stats.frames[frameLevel].Load(), p.stats.frames[frameRaw].Load()
+			require.Equal(t, frames, level+raw)
+			require.NotZero(t, raw, "random bodies go as raw blocks")
+			require.NotZero(t, level, "the rest through the encoder")
 		})
 	}
 }
