@@ -232,7 +232,15 @@ func (f failingAt) ReadAt(p []byte, off int64) (int, error) {
 // TestHugeRecordReadError: a parallel member that fails half-way leaves no
 // goroutine writing, and the next record is written whole.
 func TestHugeRecordReadError(t *testing.T) {
-	e := newEncoder(gzip.DefaultCompression)
+	m, plain := failThenWhole(t, newEncoder(gzip.DefaultCompression))
+	require.Equal(t, plain, oneMember(t, m))
+}
+
+// failThenWhole writes a huge text record through e whose block fails to
+// read half-way (the file is then cut back, as the worker does), then the
+// same record whole; it returns what the second write put in the file and
+// the record's bytes.
+func failThenWhole(t *testing.T, e *encoder) (written, plain []byte) {
 	text := httpResponse(bench.Text(parallelMin + 4<<20))
 	_, _, err := e.encode(t, failingAt{text, parallelMin + 2<<20}, int64(len(text)))
 	var rerr *readError
@@ -240,9 +248,9 @@ func TestHugeRecordReadError(t *testing.T) {
 	require.NoError(t, e.wf.out.Cut(0))
 	e.f.data = e.f.data[:0]
 
-	m, plain, err := e.encode(t, bytes.NewReader(text), int64(len(text)))
+	written, plain, err = e.encode(t, bytes.NewReader(text), int64(len(text)))
 	require.NoError(t, err)
-	require.Equal(t, plain, oneMember(t, m))
+	return written, plain
 }
 
 // TestHugeRecordReaders: the shared WARC checks (gowarc, warcio.js) read

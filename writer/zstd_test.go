@@ -236,15 +236,7 @@ func (fakeCodec) Name() string { return "fake" }
 // goroutine writing, and the next record is written whole.
 func TestZstdHugeRecord(t *testing.T) {
 	e := newCodecEncoder(warcscan.Zstd, nil)
-	text := httpResponse(bench.Text(parallelMin + 4<<20))
-	_, _, err := e.encode(t, failingAt{text, parallelMin + 2<<20}, int64(len(text)))
-	var rerr *readError
-	require.ErrorAs(t, err, &rerr)
-	require.NoError(t, e.wf.out.Cut(0))
-	e.f.data = e.f.data[:0]
-
-	m, plain, err := e.encode(t, bytes.NewReader(text), int64(len(text)))
-	require.NoError(t, err)
+	m, plain := failThenWhole(t, e)
 	require.Equal(t, uint64(1), e.w.p.stats.frames[frameParallel].Load())
 	path := filepath.Join(t.TempDir(), "f.warc.zst")
 	require.NoError(t, os.WriteFile(path, m, 0o644))
