@@ -35,6 +35,7 @@ type Exchange struct {
 	// when nothing needs its digest). Open sets them.
 	Request, Response *wire.Recorder
 	Payload           wire.Payload
+	payloadHash       digest.Async // Payload.H's, held here: no allocation of its own
 
 	IP             string // the origin's address
 	ResStart       int64  // where the final response starts in Response (after 1xx)
@@ -77,7 +78,8 @@ func (s *Stage) Open(ex *Exchange) {
 	if ex.archive || s.opts.CrawlLog != nil {
 		// The crawl log names the payload digest of what is not archived
 		// too, as warcprox's does.
-		ex.Payload.H = digest.NewAsync(s.opts.Digest.New(), s.opts.HashLanes) // a huge body on a spare core
+		ex.payloadHash.Init(s.opts.Digest.New(), s.opts.HashLanes) // a huge body on a spare core
+		ex.Payload.H = &ex.payloadHash
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 type Recorder struct {
 	buf *spool.Buffer
 	alg digest.Algorithm
-	h   *digest.Async
+	h   digest.Async
 	err error
 }
 
@@ -27,7 +27,9 @@ type Recorder struct {
 // goroutine once the recording is large and one of lanes is free:
 // digest.Async).
 func NewRecorder(s *spool.Spooler, alg digest.Algorithm, lanes *digest.Lanes) *Recorder {
-	return &Recorder{buf: s.NewBuffer(), alg: alg, h: digest.NewAsync(alg.New(), lanes)}
+	r := &Recorder{buf: s.NewBuffer(), alg: alg}
+	r.h.Init(alg.New(), lanes)
+	return r
 }
 
 func (r *Recorder) Write(p []byte) (int, error) {

@@ -94,7 +94,15 @@ var _ hash.Hash = (*Async)(nil)
 
 // NewAsync wraps h, which it owns from now on, hashing off the writer's
 // goroutine when one of lanes is free.
-func NewAsync(h hash.Hash, lanes *Lanes) *Async { return &Async{h: h, lanes: lanes} }
+func NewAsync(h hash.Hash, lanes *Lanes) *Async {
+	a := new(Async)
+	a.Init(h, lanes)
+	return a
+}
+
+// Init readies a zero (or released) Async in place, for an owner that holds
+// it by value and so spares an allocation per exchange.
+func (a *Async) Init(h hash.Hash, lanes *Lanes) { *a = Async{h: h, lanes: lanes} }
 
 // Write hashes p: inline up to asyncFrom bytes, and past it too when no
 // lane is free; else by copying it into blocks handed to hashing
