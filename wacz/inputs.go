@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // ArgError is a problem with what Pack was asked to do, found before
@@ -104,12 +106,12 @@ func checkInput(path string) (input, error) {
 // checkMagic checks the first bytes of a file named .warc.gz (gzipped) or
 // .warc.
 func checkMagic(head []byte, gzipped bool) error {
-	isGzip := len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
+	isGzip := warcscan.Gzip.Sniff(head)
 	isPlain := bytes.HasPrefix(head, []byte("WARC/"))
 	switch {
 	case len(head) == 0:
 		return errors.New("not a WARC file: it is empty")
-	case isZstd(head):
+	case warcscan.Zstd.Sniff(head):
 		return fmt.Errorf("zstd-compressed, whatever its name says; %s", zstdHint)
 	case gzipped && isGzip, !gzipped && isPlain:
 		return nil
@@ -119,17 +121,6 @@ func checkMagic(head []byte, gzipped bool) error {
 		return errors.New("named .warc but gzip-compressed: rename it to .warc.gz")
 	}
 	return fmt.Errorf("not a WARC file: it starts with %q, not a WARC/1.x line or a gzip header", head)
-}
-
-// isZstd reports whether head starts a zstd frame, or the skippable frame
-// in which a WARC-zstd file keeps its dictionary.
-func isZstd(head []byte) bool {
-	if len(head) < 4 {
-		return false
-	}
-	frame := bytes.Equal(head[:4], []byte{0x28, 0xb5, 0x2f, 0xfd})
-	skippable := head[0]&0xf0 == 0x50 && bytes.Equal(head[1:4], []byte{0x2a, 0x4d, 0x18})
-	return frame || skippable
 }
 
 // checkOutput checks where the package goes: a name ending in .wacz, in a
