@@ -2,6 +2,7 @@ package writer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -445,7 +446,7 @@ func finishedTail(f io.ReaderAt, size int64, c warcscan.Codec) (bool, error) {
 	case warcscan.Gzip:
 		magic = []byte{0x1f, 0x8b, 0x08} // gzip, deflate
 	case warcscan.Zstd:
-		magic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+		magic = binary.LittleEndian.AppendUint32(nil, warcscan.ZstdFrameMagic)
 		var p [8]byte
 		if _, err := f.ReadAt(p[:], 0); err != nil && err != io.EOF {
 			return false, err

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // rawZstd writes a zstd frame of raw blocks only (RFC 8878 3.1.1.2): what
@@ -25,17 +26,14 @@ type rawZstd struct {
 	dictID uint32
 }
 
-const (
-	zstdMagic       = 0xFD2FB528
-	maxZstdRawBlock = 128 << 10 // Block_Maximum_Size
-)
+const maxZstdRawBlock = 128 << 10 // Block_Maximum_Size
 
 // Reset starts a frame of size content bytes on out.
 func (z *rawZstd) Reset(out io.Writer, size int64) {
 	z.out, z.left, z.err = out, size, nil
 	z.sum.Reset()
 	h := z.hdr[:0]
-	h = binary.LittleEndian.AppendUint32(h, zstdMagic)
+	h = binary.LittleEndian.AppendUint32(h, warcscan.ZstdFrameMagic)
 	// Frame_Header_Descriptor: an 8-byte Frame_Content_Size (3 << 6),
 	// Single_Segment (1 << 5: no window descriptor, the window is the
 	// content), Content_Checksum (1 << 2), and a 4-byte Dictionary_ID (3).

@@ -21,8 +21,9 @@ var Zstd Codec = zstdCodec{}
 
 // Magic numbers of the WARC-zstd format, as little-endian uint32s.
 const (
-	// zstdFrameMagic starts a zstd frame (28 b5 2f fd in the file).
-	zstdFrameMagic = 0xFD2FB528
+	// ZstdFrameMagic starts a zstd frame (28 b5 2f fd in the file); the
+	// writer starts its raw frames with it too.
+	ZstdFrameMagic = 0xFD2FB528
 	// zstdDictFrameMagic starts the dictionary frame (5d 2a 4d 18).
 	zstdDictFrameMagic = 0x184D2A5D
 	// zstdDictMagic starts a dictionary in zstd's format (37 a4 30 ec),
@@ -62,7 +63,7 @@ func (zstdCodec) Sniff(p []byte) bool {
 		return false
 	}
 	m := binary.LittleEndian.Uint32(p)
-	return m == zstdFrameMagic || m == zstdDictFrameMagic
+	return m == ZstdFrameMagic || m == zstdDictFrameMagic
 }
 
 func (zstdCodec) NewDecoder() Decoder { return &zstdDecoder{} }
@@ -133,7 +134,7 @@ func (d *zstdDecoder) Open(src *bufio.Reader) (io.Reader, error) {
 	}
 	var h zstd.Header
 	if err := h.Decode(p); err != nil {
-		if len(p) < 4 || binary.LittleEndian.Uint32(p) != zstdFrameMagic {
+		if len(p) < 4 || binary.LittleEndian.Uint32(p) != ZstdFrameMagic {
 			return nil, errors.New("not a zstd frame")
 		}
 		return nil, fmt.Errorf("zstd frame header: %w", err)
@@ -234,7 +235,7 @@ func (f *frameReader) nextBlock() error {
 // frame's 8-byte header): a zstd dictionary, or one zstd frame without a
 // dictionary that holds it. It returns the dictionary and its ID.
 func readZstdDictFrame(data []byte) (dict []byte, id uint32, err error) {
-	if len(data) >= 4 && binary.LittleEndian.Uint32(data) == zstdFrameMagic {
+	if len(data) >= 4 && binary.LittleEndian.Uint32(data) == ZstdFrameMagic {
 		var h zstd.Header
 		if err := h.Decode(data); err != nil {
 			return nil, 0, fmt.Errorf("compressed dictionary: %w", err)
