@@ -36,7 +36,7 @@ type warcFile struct {
 }
 
 // file returns the worker's open file for prefix, opening a new one (with
-// its warcinfo record) if there is none.
+// its head and warcinfo record) if there is none.
 func (w *worker) file(prefix string) (*warcFile, error) {
 	if wf := w.files[prefix]; wf != nil {
 		return wf, nil
@@ -46,63 +46,8 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 	if p.opts.SubdirPrefix {
 		dir = filepath.Join(dir, prefix)
 	}
-	var (
-		name, path string
-		f          File
-	)
-	for range maxNameTries {
-		name = p.names.render(prefix, p.names.nextSerial(prefix), time.Now())
-		final := filepath.Join(dir, name)
-		if _, err := p.opts.FS.Stat(final); err == nil {
-			continue // a closed file of that name exists (another process?)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checking warc file name: %w", err)
-		}
-		path = final + openSuffix
-		if p.opts.NoOpenSuffix {
-			path = final
-		}
-		var err error
-		f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			// The directory went away (an operator cleaning up?): make
-			// it again, and fail on the next try if that did not help.
-			if merr := p.opts.FS.MkdirAll(dir, 0o755); merr != nil {
-				return nil, fmt.Errorf("creating warc directory: %w", merr)
-			}
-			f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("opening warc file: %w", err)
-		}
-		break
-	}
-	if f == nil {
-		return nil, fmt.Errorf("opening warc file: no free name after %d tries (last %s)", maxNameTries, name)
-	}
-	if err := lockFile(f); err != nil {
-		_ = f.Close()
-		_ = p.opts.FS.Remove(path)
-		return nil, err
-	}
-	// Between creating the file and locking it, another instance's crash
-	// recovery may have taken the empty, unlocked file for abandoned and
-	// removed it: make sure the name still points at the file we hold.
-	if sf, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		fi, e1 := sf.Stat()
-		li, e2 := p.opts.FS.Stat(path)
-		if e1 != nil || e2 != nil || !os.SameFile(fi, li) {
-			_ = f.Close()
-			return nil, fmt.Errorf("opening warc file: %s was removed while it was being created (another instance recovering the directory?)", path)
-		}
-	}
-	infoID, err := newRecordID()
+	name, path, f, err := p.createFile(dir, prefix)
 	if err != nil {
-		_ = f.Close()
-		_ = p.opts.FS.Remove(path)
 		return nil, err
 	}
 	wf := &warcFile{
@@ -114,32 +59,100 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		out:       newOutput(f, make([]byte, bufSize)),
 		lastWrite: time.Now(),
 	}
-	// The file's head (a zstd dictionary frame) and warcinfo record are
-	// buffered with the file's first capture and acknowledged with it.
+	if err := w.writeHead(wf); err != nil {
+		_ = f.Close()
+		_ = p.opts.FS.Remove(path)
+		return nil, err
+	}
+	w.files[prefix] = wf
+	p.stats.filesOpen.Add(1)
+	w.log.Debug("opened warc file", "file", name)
+	return wf, nil
+}
+
+// createFile creates and locks a new file in dir under the next free name
+// for prefix (its final name, or that plus .open).
+func (p *Pool) createFile(dir, prefix string) (name, path string, f File, err error) {
+	for range maxNameTries {
+		name = p.names.render(prefix, p.names.nextSerial(prefix), time.Now())
+		final := filepath.Join(dir, name)
+		if _, err := p.opts.FS.Stat(final); err == nil {
+			continue // a closed file of that name exists (another process?)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", nil, fmt.Errorf("checking warc file name: %w", err)
+		}
+		path = final + openSuffix
+		if p.opts.NoOpenSuffix {
+			path = final
+		}
+		f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			// The directory went away (an operator cleaning up?): make
+			// it again, and fail on the next try if that did not help.
+			if merr := p.opts.FS.MkdirAll(dir, 0o755); merr != nil {
+				return "", "", nil, fmt.Errorf("creating warc directory: %w", merr)
+			}
+			f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		}
+		if err != nil {
+			return "", "", nil, fmt.Errorf("opening warc file: %w", err)
+		}
+		return name, path, f, p.lock(f, path)
+	}
+	return "", "", nil, fmt.Errorf("opening warc file: no free name after %d tries (last %s)", maxNameTries, name)
+}
+
+// lock locks the new file f at path; on failure f is closed (and removed
+// if it is still ours).
+func (p *Pool) lock(f File, path string) error {
+	if err := lockFile(f); err != nil {
+		_ = f.Close()
+		_ = p.opts.FS.Remove(path)
+		return err
+	}
+	// Between creating the file and locking it, another instance's crash
+	// recovery may have taken the empty, unlocked file for abandoned and
+	// removed it: make sure the name still points at the file we hold.
+	if sf, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		fi, e1 := sf.Stat()
+		li, e2 := p.opts.FS.Stat(path)
+		if e1 != nil || e2 != nil || !os.SameFile(fi, li) {
+			_ = f.Close()
+			return fmt.Errorf("opening warc file: %s was removed while it was being created (another instance recovering the directory?)", path)
+		}
+	}
+	return nil
+}
+
+// writeHead buffers the file's head (a zstd dictionary frame) and its
+// warcinfo record; they reach the OS with the file's first capture and are
+// acknowledged with it.
+func (w *worker) writeHead(wf *warcFile) error {
+	infoID, err := newRecordID()
+	if err != nil {
+		return err
+	}
 	info := Record{
 		Type:        "warcinfo",
 		ID:          infoID,
 		Date:        time.Now(),
 		ContentType: "application/warc-fields",
-		Fields:      []Field{{Name: "WARC-Filename", Value: name}},
-		Block:       bytesReaderAt(p.warcinfoBlock),
-		BlockLength: int64(len(p.warcinfoBlock)),
-		BlockDigest: p.warcinfoDigest,
+		Fields:      []Field{{Name: "WARC-Filename", Value: wf.name}},
+		Block:       bytesReaderAt(w.p.warcinfoBlock),
+		BlockLength: int64(len(w.p.warcinfoBlock)),
+		BlockDigest: w.p.warcinfoDigest,
 	}
-	_, err = wf.out.Write(p.fileHead)
-	if err == nil {
-		err = w.writeRecord(wf, &info)
+	if _, err := wf.out.Write(w.p.fileHead); err != nil {
+		return fmt.Errorf("writing warcinfo: %w", err)
 	}
-	if err != nil {
-		_ = f.Close()
-		_ = p.opts.FS.Remove(path)
-		return nil, fmt.Errorf("writing warcinfo: %w", err)
+	if err := w.writeRecord(wf, &info); err != nil {
+		return fmt.Errorf("writing warcinfo: %w", err)
 	}
 	wf.warcinfoID = infoID
-	w.files[prefix] = wf
-	p.stats.filesOpen.Add(1)
-	w.log.Debug("opened warc file", "file", name)
-	return wf, nil
+	return nil
 }
 
 // bytesReaderAt reads a byte slice.
