@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // A .warc.zst file follows the WARC-zstd specification: each record is one
@@ -55,9 +56,7 @@ func ZstdLevel(level int) zstd.EncoderLevel { return zstd.EncoderLevelFromZstd(l
 func newZstdSet(level int, dict []byte, count *frameCounts) *zstdSet {
 	z := &zstdSet{level: ZstdLevel(level), dict: dict, probe: newProbe(), count: count}
 	if dict != nil {
-		if d, err := zstd.InspectDictionary(dict); err == nil { // checked in New
-			z.raw.dictID = d.ID()
-		}
+		z.raw.dictID, _ = warcscan.ZstdDictionaryID(dict) // checked in New
 	}
 	return z
 }
