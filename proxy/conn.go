@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net"
+	"sync/atomic"
 )
 
 // servedListener wraps every plain client connection in a servedConn.
@@ -26,14 +27,21 @@ func (l servedListener) Accept() (net.Conn, error) {
 // over --max-header-bytes...), so that they reach the log too.
 type servedConn struct {
 	net.Conn
-	s   *Server
-	tun *tunnel
-	hf  hostFilterReader
+	s     *Server
+	tun   *tunnel
+	hf    hostFilterReader
+	heard atomic.Bool // the client has sent at least one byte (silent.go)
 }
 
 // Read passes the client's bytes through the write-record Host filter
 // (hostfix.go).
-func (c *servedConn) Read(p []byte) (int, error) { return c.hf.read(c.Conn, p) }
+func (c *servedConn) Read(p []byte) (int, error) {
+	n, err := c.hf.read(c.Conn, p)
+	if n > 0 && !c.heard.Load() {
+		c.heard.Store(true)
+	}
+	return n, err
+}
 
 // goErrorHeaders is how net/http writes its own error responses, in one
 // Write; the proxy's own error responses look different (nosniff header).

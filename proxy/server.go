@@ -115,6 +115,7 @@ type Server struct {
 	splicesMu sync.Mutex
 	splices   map[net.Conn]struct{}
 	closing   atomic.Bool
+	fresh     freshConns // connections not yet heard from, closed at Shutdown
 
 	active          atomic.Int64
 	authFailures    atomic.Int64
@@ -184,6 +185,7 @@ func (s *Server) httpServer() *http.Server {
 		MaxHeaderBytes:    int(s.opts.MaxHeaderBytes),
 		ErrorLog:          errLog,
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+		ConnState:         s.fresh.track,
 	}
 }
 
@@ -215,7 +217,10 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); errOuter = s.outer.Shutdown(ctx) }()
 	go func() { defer wg.Done(); errInner = s.inner.Shutdown(ctx) }()
+	stop := make(chan struct{})
+	go s.fresh.closeSilentUntil(stop)
 	wg.Wait()
+	close(stop)
 	err := errors.Join(errOuter, errInner)
 	// Whatever is left ends now, truncated: request contexts end (which
 	// closes origin connections) and client connections close.

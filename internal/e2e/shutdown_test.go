@@ -6,6 +6,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -142,4 +143,33 @@ func TestShutdownWithAClientThatNeverReads(t *testing.T) {
 	recs := principal(warccheck.Dir(t, p.Dir))
 	require.Len(t, recs, 1)
 	require.Equal(t, "disconnect", recs[0].Header["WARC-Truncated"])
+}
+
+// TestShutdownNotHeldBySilentConnections: connections that have sent
+// nothing (a browser's spare connection, a tunnel whose client finished
+// its TLS handshake and went quiet) do not hold a stop for the 5 s net/http
+// waits for a first request; the proxy closes them.
+func TestShutdownNotHeldBySilentConnections(t *testing.T) {
+	origin := newRawOrigin(t, true, nil)
+	p := proxytest.Start(t, nil) // --shutdown-timeout 30 s
+
+	silent, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer silent.Close()
+	tun, err := dialConnect(t.Context(), p.URL.Host, origin.addr())
+	require.NoError(t, err)
+	defer tun.Close()
+	quietTLS := tls.Client(tun, &tls.Config{RootCAs: p.CAPool, ServerName: "127.0.0.1"})
+	require.NoError(t, quietTLS.Handshake())
+	time.Sleep(100 * time.Millisecond) // the proxy's inner server has it
+
+	start := time.Now()
+	require.NoError(t, p.Shutdown())
+	t.Logf("shutdown took %s", time.Since(start))
+	require.Less(t, time.Since(start), 3*time.Second, "silent connections held the stop")
+	for _, c := range []net.Conn{silent, quietTLS} {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		require.ErrorIs(t, err, io.EOF, "the proxy closed the silent connection")
+	}
 }

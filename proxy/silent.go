@@ -1,0 +1,74 @@
+package proxy
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// A client connection that has sent nothing yet holds net/http's Shutdown
+// for 5 s: it waits that long for a first request before it counts such a
+// connection as idle, though a request it reads once the shutdown has begun
+// is dropped unanswered. Browsers open connections ahead of need and
+// crawlers keep spare ones, so most stops would take 5 s. The proxy closes
+// them itself instead, as soon as the shutdown begins.
+
+// silentCheck is how often, while the shutdown waits, connections that
+// reached the servers after it began are looked at.
+const silentCheck = 100 * time.Millisecond
+
+// freshConns are the connections the http.Servers have accepted and not
+// yet read a request from (http.StateNew).
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[*servedConn]struct{}
+}
+
+// track is the http.Servers' ConnState hook. HTTP/2 connections (a bare
+// *tls.Conn) are left out: net/http's HTTP/2 server ends idle ones itself
+// on Shutdown.
+func (f *freshConns) track(c net.Conn, state http.ConnState) {
+	sc, ok := c.(*servedConn)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if state == http.StateNew {
+		if f.conns == nil {
+			f.conns = make(map[*servedConn]struct{})
+		}
+		f.conns[sc] = struct{}{}
+		return
+	}
+	delete(f.conns, sc)
+}
+
+// closeSilent closes the connections that have not sent a byte. One that
+// has sent part of a request is left to net/http.
+func (f *freshConns) closeSilent() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		if !c.heard.Load() {
+			c.Close()
+			delete(f.conns, c)
+		}
+	}
+}
+
+// closeSilentUntil closes silent connections every silentCheck until stop
+// is closed: while Shutdown waits for the rest.
+func (f *freshConns) closeSilentUntil(stop <-chan struct{}) {
+	t := time.NewTicker(silentCheck)
+	defer t.Stop()
+	for {
+		f.closeSilent()
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
