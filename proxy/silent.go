@@ -7,16 +7,24 @@ import (
 	"time"
 )
 
-// A client connection that has sent nothing yet holds net/http's Shutdown
-// for 5 s: it waits that long for a first request before it counts such a
-// connection as idle, though a request it reads once the shutdown has begun
-// is dropped unanswered. Browsers open connections ahead of need and
-// crawlers keep spare ones, so most stops would take 5 s. The proxy closes
-// them itself instead, as soon as the shutdown begins.
+// A client connection on which no request has been read holds net/http's
+// Shutdown for 5 s: it waits that long for a first request before it
+// counts such a connection as idle, though a request it reads once the
+// shutdown has begun is dropped unanswered. Browsers open connections
+// ahead of need and crawlers keep spare ones, so most stops would take
+// 5 s. The proxy closes them itself: at once those that have sent nothing,
+// and after partialGrace those still in the middle of a request head (a
+// whole head read just before the shutdown began is being answered by then,
+// so it is no longer new).
 
-// silentCheck is how often, while the shutdown waits, connections that
-// reached the servers after it began are looked at.
-const silentCheck = 100 * time.Millisecond
+const (
+	// silentCheck is how often, while the shutdown waits, new connections
+	// are looked at.
+	silentCheck = 100 * time.Millisecond
+	// partialGrace is how long a connection that has sent part of a
+	// request may stay new once the shutdown has begun.
+	partialGrace = 250 * time.Millisecond
+)
 
 // freshConns are the connections the http.Servers have accepted and not
 // yet read a request from (http.StateNew).
@@ -45,26 +53,27 @@ func (f *freshConns) track(c net.Conn, state http.ConnState) {
 	delete(f.conns, sc)
 }
 
-// closeSilent closes the connections that have not sent a byte. One that
-// has sent part of a request is left to net/http.
-func (f *freshConns) closeSilent() {
+// closeSilent closes the connections that have not sent a byte, and with
+// partial those that have sent part of a request.
+func (f *freshConns) closeSilent(partial bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for c := range f.conns {
-		if !c.heard.Load() {
+		if partial || !c.heard.Load() {
 			c.Close()
 			delete(f.conns, c)
 		}
 	}
 }
 
-// closeSilentUntil closes silent connections every silentCheck until stop
-// is closed: while Shutdown waits for the rest.
+// closeSilentUntil closes new connections every silentCheck until stop is
+// closed: while Shutdown waits for the rest.
 func (f *freshConns) closeSilentUntil(stop <-chan struct{}) {
+	begun := time.Now()
 	t := time.NewTicker(silentCheck)
 	defer t.Stop()
 	for {
-		f.closeSilent()
+		f.closeSilent(time.Since(begun) >= partialGrace)
 		select {
 		case <-stop:
 			return

@@ -145,10 +145,11 @@ func TestShutdownWithAClientThatNeverReads(t *testing.T) {
 	require.Equal(t, "disconnect", recs[0].Header["WARC-Truncated"])
 }
 
-// TestShutdownNotHeldBySilentConnections: connections that have sent
-// nothing (a browser's spare connection, a tunnel whose client finished
-// its TLS handshake and went quiet) do not hold a stop for the 5 s net/http
-// waits for a first request; the proxy closes them.
+// TestShutdownNotHeldBySilentConnections: connections on which no request
+// has been read (a browser's spare connection, a tunnel whose client
+// finished its TLS handshake and went quiet, a request head never
+// finished) do not hold a stop for the 5 s net/http waits for a first
+// request; the proxy closes them.
 func TestShutdownNotHeldBySilentConnections(t *testing.T) {
 	origin := newRawOrigin(t, true, nil)
 	p := proxytest.Start(t, nil) // --shutdown-timeout 30 s
@@ -161,13 +162,19 @@ func TestShutdownNotHeldBySilentConnections(t *testing.T) {
 	defer tun.Close()
 	quietTLS := tls.Client(tun, &tls.Config{RootCAs: p.CAPool, ServerName: "127.0.0.1"})
 	require.NoError(t, quietTLS.Handshake())
-	time.Sleep(100 * time.Millisecond) // the proxy's inner server has it
+	// Half a request head, never finished (--header-timeout is 30 s).
+	partial, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer partial.Close()
+	_, err = io.WriteString(partial, "GET http://"+origin.addr()+"/ HTTP/1.1\r\nHost: ")
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // the proxy's servers have them all
 
 	start := time.Now()
 	require.NoError(t, p.Shutdown())
 	t.Logf("shutdown took %s", time.Since(start))
 	require.Less(t, time.Since(start), 3*time.Second, "silent connections held the stop")
-	for _, c := range []net.Conn{silent, quietTLS} {
+	for _, c := range []net.Conn{silent, quietTLS, partial} {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		_, err := c.Read(make([]byte, 1))
 		require.ErrorIs(t, err, io.EOF, "the proxy closed the silent connection")
