@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"time"
 )
 
 // connectParent opens a tunnel to hostport through the parent HTTP proxy:
@@ -81,3 +84,42 @@ func absoluteHead(head []byte, origin, proxyAuth string) []byte {
 	}
 	return append(b, head[eol+2:]...)
 }
+
+// parentRefused reports whether resp, the answer to a plain request sent
+// through the parent, is the parent refusing the request rather than the
+// origin's answer. Only a proxy asks for proxy credentials (407). Some
+// parents (tinyproxy) answer wrong credentials with a 401 and
+// WWW-Authenticate, as an origin that wants a login does: then a CONNECT
+// to the same origin with the same credentials tells, since only the
+// parent would refuse that for its credentials. A parent seen to take them
+// is believed for credsTrusted, so that a site full of 401s costs no
+// CONNECT each.
+func (u *Client) parentRefused(c *Conn, resp *http.Response) bool {
+	rt := c.fwdRoute
+	switch {
+	case resp.StatusCode == http.StatusProxyAuthRequired:
+		return true
+	case resp.StatusCode != http.StatusUnauthorized || rt.proxyAuth == "":
+		return false
+	case time.Since(time.Unix(0, rt.credsAccepted.Load())) < credsTrusted:
+		return false
+	}
+	ctx := context.Background()
+	if u.socketTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.socketTimeout)
+		defer cancel()
+	}
+	probe, err := u.connectParent(ctx, rt, strings.TrimPrefix(c.fwdOrigin, "http://"))
+	if err == nil {
+		probe.Close()
+		rt.credsAccepted.Store(time.Now().UnixNano())
+		return false
+	}
+	var re *RouteError
+	return errors.As(err, &re) && re.Reason == "auth"
+}
+
+// credsTrusted is how long a parent that took the credentials for a
+// CONNECT is believed to take them.
+const credsTrusted = time.Minute

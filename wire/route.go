@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -55,6 +56,9 @@ type route struct {
 	user      string
 	password  string
 	proxyAuth string // Proxy-Authorization value for a parent, or ""
+	// credsAccepted is when the parent last took proxyAuth for a CONNECT
+	// (Unix nanoseconds; parentRefused).
+	credsAccepted atomic.Int64
 }
 
 func newRoutes(o Options) (main, tor *route) {

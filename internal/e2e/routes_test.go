@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,34 @@ func TestParentProxyRoute(t *testing.T) {
 	})
 }
 
+// TestParentProxyOrigin401: an origin's own 401 through a parent that takes
+// the credentials is the origin's answer, relayed and recorded, though some
+// parents (tinyproxy) answer wrong credentials with 401 too.
+func TestParentProxyOrigin401(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="members"`)
+		http.Error(w, "members only", http.StatusUnauthorized)
+	}))
+	t.Cleanup(origin.Close)
+	parent := startTinyproxy(t, "crawler", "right-pw")
+	p := startRouted(t, func(c *config.Config) { c.UpstreamProxy = "http://crawler:right-pw@" + parent })
+	for _, path := range []string{"/a", "/b"} {
+		resp, body := fetch(t, p.Client(), origin.URL+path, "")
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+		require.Contains(t, body, "members only")
+	}
+	require.Zero(t, routeErrors(t, p, "parent", "auth"))
+	p.Stop()
+	var got []string
+	for _, r := range warccheck.Dir(t, p.Dir) {
+		if r.Type == "response" || r.Type == "revisit" { // /b has /a's body
+			require.Contains(t, string(r.Block), "401 Unauthorized")
+			got = append(got, r.Header["WARC-Target-URI"])
+		}
+	}
+	require.ElementsMatch(t, []string{origin.URL + "/a", origin.URL + "/b"}, got)
+}
+
 // TestOnionRoute: .onion hosts go through --onion-tor-socks-proxy with
 // their name unresolved, whatever else is set; other hosts take
 // --socks-proxy.
@@ -222,36 +251,31 @@ func TestRouteFailures(t *testing.T) {
 		kind, addr     string // as the message names the route
 		metric, reason string
 		status         int
-		connectOnly    bool
 	}{
-		{"dead socks", func(c *config.Config) { c.SOCKSProxy = dead }, "socks proxy", dead, "socks", "refused", http.StatusBadGateway, false},
-		{"dead parent", func(c *config.Config) { c.UpstreamProxy = "http://u:" + password + "@" + dead }, "upstream proxy", dead, "parent", "refused", http.StatusBadGateway, false},
-		{"silent socks", func(c *config.Config) { c.SOCKSProxy, c.SocketTimeout = silent, 500*time.Millisecond }, "socks proxy", silent, "socks", "timeout", http.StatusGatewayTimeout, false},
+		{"dead socks", func(c *config.Config) { c.SOCKSProxy = dead }, "socks proxy", dead, "socks", "refused", http.StatusBadGateway},
+		{"dead parent", func(c *config.Config) { c.UpstreamProxy = "http://u:" + password + "@" + dead }, "upstream proxy", dead, "parent", "refused", http.StatusBadGateway},
+		{"silent socks", func(c *config.Config) { c.SOCKSProxy, c.SocketTimeout = silent, 500*time.Millisecond }, "socks proxy", silent, "socks", "timeout", http.StatusGatewayTimeout},
 		{"wrong socks password", func(c *config.Config) {
 			c.SOCKSProxy, c.SOCKSProxyUsername, c.SOCKSProxyPassword = socksAuth, "crawler", password
-		}, "socks proxy", socksAuth, "socks", "auth", http.StatusBadGateway, false},
+		}, "socks proxy", socksAuth, "socks", "auth", http.StatusBadGateway},
 		{"no parent credentials", func(c *config.Config) { c.UpstreamProxy = "http://" + parentAuth },
-			"upstream proxy", parentAuth, "parent", "auth", http.StatusBadGateway, false},
-		// tinyproxy answers a plain request with wrong credentials 401, as
-		// an origin could: only its answer to CONNECT is surely its own.
+			"upstream proxy", parentAuth, "parent", "auth", http.StatusBadGateway},
+		// tinyproxy answers wrong credentials with 401, as an origin that
+		// wants a login does (TestParentProxyOrigin401 is that case).
 		{"wrong parent password", func(c *config.Config) { c.UpstreamProxy = "http://crawler:" + password + "@" + parentAuth },
-			"upstream proxy", parentAuth, "parent", "auth", http.StatusBadGateway, true},
+			"upstream proxy", parentAuth, "parent", "auth", http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startRouted(t, tc.route)
-			failures := 1.0
-			if !tc.connectOnly {
-				resp, body := fetch(t, p.Client(), o.plain.URL+"/plain", "")
-				require.Equal(t, tc.status, resp.StatusCode, body)
-				require.Contains(t, body, tc.kind+" "+tc.addr)
-				require.NotContains(t, body, password)
-				failures++
-			}
+			resp, body := fetch(t, p.Client(), o.plain.URL+"/plain", "")
+			require.Equal(t, tc.status, resp.StatusCode, body)
+			require.Contains(t, body, tc.kind+" "+tc.addr)
+			require.NotContains(t, body, password)
 			code, body := rawConnect(t, p.URL.Host, strings.TrimPrefix(o.secure.URL, "https://"))
 			require.Equal(t, tc.status, code, body)
 			require.Contains(t, body, tc.kind+" "+tc.addr)
 			require.NotContains(t, body, password)
-			require.Equal(t, failures, routeErrors(t, p, tc.metric, tc.reason))
+			require.Equal(t, 2.0, routeErrors(t, p, tc.metric, tc.reason))
 			require.NotContains(t, p.Log(), password)
 			p.Stop()
 			for _, r := range warccheck.Dir(t, p.Dir) {
