@@ -35,6 +35,9 @@ func (a *App) status() map[string]any {
 		"rates_1min":  a.rates.Over(time.Minute),
 		"rates_5min":  a.rates.Over(5 * time.Minute),
 		"rates_15min": a.rates.Over(15 * time.Minute),
+		// "direct", "socks ADDR" or "parent ADDR": never the credentials.
+		"upstream_route": routeShown(a.cfg),
+		"onion_route":    a.cfg.OnionTorSOCKSProxy,
 	}
 	maps.Copy(st, a.proxy.Status())
 	maps.Copy(st, a.capture.Status())

@@ -125,6 +125,7 @@ func TestParentProxyRoute(t *testing.T) {
 		const password = "parent-s3cret-pw"
 		parent := startTinyproxy(t, "crawler", password)
 		p := startRouted(t, func(c *config.Config) { c.UpstreamProxy = "http://crawler:" + password + "@" + parent })
+		require.Equal(t, "parent "+parent, p.Status(t)["upstream_route"], "/status names the route, without credentials")
 		// Basic credentials travel base64-encoded: look for that form too.
 		checkRoutedRecords(t, p, fetchThroughRoute(t, p, o, parentBind), password, "Y3Jhd2xlcjpwYXJlbnQtczNjcmV0LXB3")
 	})
