@@ -29,6 +29,9 @@ type Outbound struct {
 // bytes read since the sink was attached, where the final status line starts.
 func (u *Client) RoundTrip(c *Conn, out *Outbound) (*http.Response, int64, error) {
 	resp, start, err := u.roundTrip(c, out)
+	if err != nil && c.fwdRoute != nil {
+		err = c.fwdRoute.through(err)
+	}
 	if err == nil && c.fwdRoute != nil && resp.StatusCode == http.StatusProxyAuthRequired {
 		// Only a proxy asks for proxy credentials: the parent refused
 		// ours (or wants some), which is no answer from the origin.
