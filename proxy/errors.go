@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/warcproxy/warcproxy/capture"
 	"github.com/warcproxy/warcproxy/wire"
@@ -71,7 +72,7 @@ func classifyUpstreamError(err error) (status int, phrase, kind string) {
 		return http.StatusGatewayTimeout, "upstream timeout", capture.FailTimeout
 	case errors.Is(err, wire.ErrResponseHeadTooLarge), errors.Is(err, wire.ErrNotHTTP), errors.Is(err, wire.ErrTooManyInterim):
 		return http.StatusBadGateway, "bad upstream response", "bad_response"
-	case strings.Contains(err.Error(), "connection refused"):
+	case errors.Is(err, syscall.ECONNREFUSED), strings.Contains(err.Error(), "connection refused"):
 		return http.StatusBadGateway, "connection refused", capture.FailRefused
 	}
 	return http.StatusBadGateway, "upstream error", "other"

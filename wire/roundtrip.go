@@ -29,6 +29,9 @@ type Outbound struct {
 // bytes read since the sink was attached, where the final status line starts.
 func (u *Client) RoundTrip(c *Conn, out *Outbound) (*http.Response, int64, error) {
 	resp, start, err := u.roundTrip(c, out)
+	if err != nil && c.fwdRoute != nil {
+		err = c.fwdRoute.through(err)
+	}
 	if err == nil && c.fwdRoute != nil && u.parentRefused(c, resp) {
 		return nil, 0, c.fwdRoute.fail("auth", fmt.Errorf("refused the request for %s: %s", c.fwdOrigin, resp.Status))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -139,6 +140,23 @@ type RouteError struct {
 func (e *RouteError) Error() string {
 	return routeNames[e.Route] + " " + e.Addr + ": " + e.Err.Error()
 }
+
+// through marks err, a request to the parent proxy that got no response,
+// as having gone through it: the parent or the origin behind it may be at
+// fault, so the message says which way the request went, while the error
+// keeps its kind (a timeout may be the origin's slowness). A failure to
+// read the client's own body is left alone.
+func (rt *route) through(err error) error {
+	var cbe *ClientBodyError
+	if errors.As(err, &cbe) {
+		return err
+	}
+	return fmt.Errorf("%w (through %s)", err, rt.name())
+}
+
+// name is the route as messages name it: kind and address, never the
+// credentials.
+func (rt *route) name() string { return routeNames[rt.kind] + " " + rt.addr }
 
 // routeNames are the routes as messages name them.
 var routeNames = map[string]string{RouteSOCKS: "socks proxy", RouteTor: "tor socks proxy", RouteParent: "upstream proxy"}

@@ -366,6 +366,8 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}},
 		{"SOCKS and parent proxy together", nil, []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
 			[]string{"--socks-proxy", "--upstream-proxy"}},
+		{"SOCKS password over RFC 1929's 255 bytes, in the file", map[string]string{"warcproxy.yaml": "socks-proxy: 127.0.0.1:1080\nsocks-proxy-username: crawler\nsocks-proxy-password: " + strings.Repeat("p", 256) + "\n"},
+			[]string{"--config.file", "warcproxy.yaml"}, []string{"--socks-proxy-password: is 256 bytes long: SOCKS5 allows at most 255"}},
 		{"parent proxy not http", nil, []string{"--upstream-proxy", "https://127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}},
 		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}},
 		{"--gzip=false with --compression zstd", nil, []string{"--gzip=false", "--compression", "zstd"},

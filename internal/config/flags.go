@@ -133,7 +133,7 @@ func groups(c *Config, sh *shorthands) []group {
 			{name: "socks-proxy", metavar: "host:port", inFile: true, value: stringValue{&c.SOCKSProxy},
 				help: "Reach every origin through this SOCKS5 proxy (plain HTTP and CONNECT tunnels alike), sending it host names unresolved (remote DNS). WARC-IP-Address is left out then: the proxy does not know the origin's address."},
 			{name: "socks-proxy-username", metavar: "user", inFile: true, value: stringValue{&c.SOCKSProxyUsername},
-				help: "User name for --socks-proxy (RFC 1929 username/password authentication)."},
+				help: "User name for --socks-proxy (RFC 1929 username/password authentication: at most 255 bytes, as is the password)."},
 			{name: "socks-proxy-password", metavar: "password", inFile: true, value: stringValue{&c.SOCKSProxyPassword},
 				help: "Password for --socks-proxy; never logged or shown. Prefer the config file to the command line, which other users can see."},
 			{name: "onion-tor-socks-proxy", metavar: "host:port", inFile: true, value: stringValue{&c.OnionTorSOCKSProxy},

@@ -16,6 +16,7 @@ func (c Config) validateRoutes(p *problems) {
 	if c.SOCKSProxy == "" && (c.SOCKSProxyUsername != "" || c.SOCKSProxyPassword != "") {
 		p.bad("socks-proxy-username", "and --socks-proxy-password need --socks-proxy")
 	}
+	c.validateSOCKSCredentials(p)
 	if c.UpstreamProxy != "" {
 		if _, err := c.Parent(); err != nil {
 			p.bad("upstream-proxy", "%v", err)
@@ -23,6 +24,22 @@ func (c Config) validateRoutes(p *problems) {
 	}
 	if c.SOCKSProxy != "" && c.UpstreamProxy != "" {
 		p.bad("socks-proxy", "cannot be combined with --upstream-proxy: give one route (a parent proxy can itself use a SOCKS proxy)")
+	}
+}
+
+// validateSOCKSCredentials applies RFC 1929's limits, which the SOCKS
+// handshake would otherwise only hit at the first request: a username of
+// 1 to 255 bytes, a password of at most 255.
+func (c Config) validateSOCKSCredentials(p *problems) {
+	const most = 255
+	if n := len(c.SOCKSProxyUsername); n > most {
+		p.bad("socks-proxy-username", "is %d bytes long: SOCKS5 allows at most %d (RFC 1929)", n, most)
+	}
+	if n := len(c.SOCKSProxyPassword); n > most {
+		p.bad("socks-proxy-password", "is %d bytes long: SOCKS5 allows at most %d (RFC 1929)", n, most)
+	}
+	if c.SOCKSProxyUsername == "" && c.SOCKSProxyPassword != "" {
+		p.bad("socks-proxy-password", "needs --socks-proxy-username: SOCKS5 has no password-only authentication (RFC 1929)")
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,6 +58,46 @@ func TestRouteErrors(t *testing.T) {
 				require.Contains(t, err.Error(), w)
 			}
 			require.NotContains(t, err.Error(), "s3cret-pw")
+		})
+	}
+}
+
+// TestSOCKSCredentialLimits: RFC 1929 carries the username and the
+// password in at most 255 bytes each; longer ones are refused at start,
+// from the flags and from the config file alike, naming the key and the
+// limit and never repeating the secret.
+func TestSOCKSCredentialLimits(t *testing.T) {
+	long := "s3cret-pw" + strings.Repeat("x", 256-len("s3cret-pw"))
+	most := "s3cret-pw" + strings.Repeat("x", 255-len("s3cret-pw"))
+	for _, tc := range []struct {
+		name     string
+		user, pw string
+		want     []string // nil: accepted
+	}{
+		{"at the limit", most, most, nil},
+		{"long password", "crawler", long, []string{"--socks-proxy-password", "256 bytes", "255"}},
+		{"long username", long, "pw", []string{"--socks-proxy-username", "256 bytes", "255"}},
+		{"password without username", "", "s3cret-pw", []string{"--socks-proxy-password", "--socks-proxy-username"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--socks-proxy", "127.0.0.1:1080", "--socks-proxy-password", tc.pw}
+			if tc.user != "" {
+				args = append(args, "--socks-proxy-username", tc.user)
+			}
+			_, fromFlags := Parse(args, nil)
+			yaml := "socks-proxy: 127.0.0.1:1080\nsocks-proxy-username: '" + tc.user + "'\nsocks-proxy-password: " + tc.pw + "\n"
+			_, fromFile := parseFile(t, yaml)
+			for _, err := range []error{fromFlags, fromFile} {
+				if tc.want == nil {
+					require.NoError(t, err)
+					continue
+				}
+				require.Error(t, err)
+				for _, w := range tc.want {
+					require.Contains(t, err.Error(), w)
+				}
+				require.NotContains(t, err.Error(), "s3cret-pw")
+			}
 		})
 	}
 }

@@ -227,6 +227,29 @@ func socksRequest(br *bufio.Reader, w io.Writer) (host, port string, err error) 
 	return host, strconv.Itoa(int(binary.BigEndian.Uint16(p[:]))), nil
 }
 
+// replySOCKS is a SOCKS5 server (no authentication) that answers every
+// CONNECT with the reply code given and dials nothing; with reply 0 it
+// never answers the CONNECT at all.
+func replySOCKS(t *testing.T, reply byte) string {
+	t.Helper()
+	ln, err := netListen()
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	serveConns(t, ln, &wg, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if _, _, err := socksRequest(br, c); err != nil {
+			return
+		}
+		if reply == 0 {
+			_, _ = io.Copy(io.Discard, br) // until the client hangs up
+			return
+		}
+		_, _ = c.Write([]byte{5, reply, 0, 1, 0, 0, 0, 0, 0, 0})
+	})
+	return ln.Addr().String()
+}
+
 // rawConnect sends a CONNECT for target to the proxy and returns its
 // answer's status code and body.
 func rawConnect(t *testing.T, proxyAddr, target string) (int, string) {

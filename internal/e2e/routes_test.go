@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,6 +287,154 @@ func TestRouteFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRouteTargetFailures: an origin the SOCKS server reports it could
+// not reach (RFC 1928 replies 3 to 6), or does not answer CONNECT for in
+// time, gets the answer, the metric kind and the crawl log status the same
+// failure gets on a direct dial, with a text naming the SOCKS server; no
+// route error is counted. Replies that put the failure on the server
+// (general failure: microsocks' answer for a name it cannot resolve) stay
+// the route's. Nothing is recorded.
+func TestRouteTargetFailures(t *testing.T) {
+	dead := freeAddr(t)
+	_, deadPort, _ := net.SplitHostPort(dead)
+	microsocks := startMicrosocks(t, "", "")
+	tor := startNameSOCKS(t, "127.0.0.1")
+	unreachable, expired, failing, silent := replySOCKS(t, 4), replySOCKS(t, 6), replySOCKS(t, 1), replySOCKS(t, 0)
+	via := func(addr string) func(*config.Config) { return func(c *config.Config) { c.SOCKSProxy = addr } }
+	for _, tc := range []struct {
+		name        string
+		route       func(*config.Config)
+		target      string // host:port
+		status      int
+		kind        string   // warcproxy_upstream_errors_total
+		crawlStatus string   // the crawl log's status column
+		says        []string // in the answer's text
+		routeReason string   // the route error counted, if any
+	}{
+		{"direct, refused", func(*config.Config) {}, dead, http.StatusBadGateway, "refused", "-2",
+			[]string{"connection refused fetching"}, ""},
+		{"microsocks, refused", via(microsocks), dead, http.StatusBadGateway, "refused", "-2",
+			[]string{"connection refused fetching", "connection refused (reported by socks proxy " + microsocks + ")"}, ""},
+		{"tor, refused", func(c *config.Config) { c.OnionTorSOCKSProxy = tor.addr() }, "hiddenservice.onion:" + deadPort,
+			http.StatusBadGateway, "refused", "-2", []string{"connection refused (reported by tor socks proxy " + tor.addr() + ")"}, ""},
+		{"host unreachable", via(unreachable), "192.0.2.1:80", http.StatusBadGateway, "other", "-2",
+			[]string{"192.0.2.1:80: host unreachable (reported by socks proxy " + unreachable + ")"}, ""},
+		{"TTL expired", via(expired), "192.0.2.1:80", http.StatusGatewayTimeout, "timeout", "-2",
+			[]string{"upstream timeout fetching", "(reported by socks proxy " + expired + ")"}, ""},
+		{"no answer to CONNECT", func(c *config.Config) { c.SOCKSProxy, c.SocketTimeout = silent, 500*time.Millisecond },
+			"192.0.2.1:80", http.StatusGatewayTimeout, "timeout", "-2", []string{"no answer from socks proxy " + silent + " to CONNECT"}, ""},
+		{"general failure", via(failing), "192.0.2.1:80", http.StatusBadGateway, "route", "-404",
+			[]string{"socks proxy " + failing + ": refused CONNECT to 192.0.2.1:80: general SOCKS server failure"}, "rejected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := startRouted(t, func(c *config.Config) {
+				c.CrawlLogDir = dir
+				tc.route(c)
+			})
+			resp, body := fetch(t, p.Client(), "http://"+tc.target+"/gone", `{"warc-prefix": "target"}`)
+			require.Equal(t, tc.status, resp.StatusCode, body)
+			code, connectBody := rawConnect(t, p.URL.Host, tc.target)
+			require.Equal(t, tc.status, code, connectBody)
+			for _, s := range tc.says {
+				require.Contains(t, body, s)
+			}
+			require.Equal(t, 2.0, upstreamErrors(t, p, tc.kind), "the fetch and the CONNECT")
+			wantRoute := 0.0
+			if tc.routeReason != "" {
+				wantRoute = 2
+			}
+			require.Equal(t, wantRoute, allRouteErrors(t, p))
+			require.Equal(t, wantRoute, routeErrors(t, p, "socks", tc.routeReason))
+			p.Settle()
+			p.Stop()
+			lines := readLines(t, crawlLogPath(p, dir, "target"))
+			require.Len(t, lines, 1)
+			require.Equal(t, tc.crawlStatus, strings.Fields(lines[0])[1], lines[0])
+			for _, r := range warccheck.Dir(t, p.Dir) {
+				require.Equal(t, "warcinfo", r.Type, "nothing recorded")
+			}
+		})
+	}
+}
+
+// TestParentReadFailures: a plain request the parent proxy takes and then
+// never answers, or hangs up on, keeps the kind of its failure (a timeout
+// may be the origin's, behind the parent) but the answer says which way
+// it went, without the parent's credentials; nothing is recorded.
+func TestParentReadFailures(t *testing.T) {
+	const password = "parent-s3cret-pw"
+	silent, hangup := silentListener(t), hangupListener(t)
+	for _, tc := range []struct {
+		name, parent string
+		status       int
+		kind         string
+		says         string
+	}{
+		{"silent", silent, http.StatusGatewayTimeout, "timeout", "upstream timeout fetching"},
+		{"hangs up", hangup, http.StatusBadGateway, "other", "closed the connection before a complete response"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startRouted(t, func(c *config.Config) {
+				c.UpstreamProxy, c.SocketTimeout = "http://crawler:"+password+"@"+tc.parent, time.Second
+			})
+			resp, body := fetch(t, p.Client(), "http://192.0.2.1/page", "")
+			require.Equal(t, tc.status, resp.StatusCode, body)
+			require.Contains(t, body, tc.says)
+			require.Contains(t, body, "(through upstream proxy "+tc.parent+")")
+			require.NotContains(t, body, password)
+			require.Equal(t, 1.0, upstreamErrors(t, p, tc.kind))
+			require.NotContains(t, p.Log(), password)
+			p.Stop()
+			for _, r := range warccheck.Dir(t, p.Dir) {
+				require.Equal(t, "warcinfo", r.Type, "nothing recorded")
+			}
+		})
+	}
+}
+
+// upstreamErrors reads warcproxy_upstream_errors_total{kind}.
+func upstreamErrors(t *testing.T, p *proxytest.Proxy, kind string) float64 {
+	t.Helper()
+	return sumCounter(t, p, "warcproxy_upstream_errors_total", func(l map[string]string) bool { return l["kind"] == kind })
+}
+
+// allRouteErrors sums warcproxy_upstream_route_errors_total.
+func allRouteErrors(t *testing.T, p *proxytest.Proxy) float64 {
+	t.Helper()
+	return sumCounter(t, p, "warcproxy_upstream_route_errors_total", func(map[string]string) bool { return true })
+}
+
+func sumCounter(t *testing.T, p *proxytest.Proxy, name string, match func(map[string]string) bool) float64 {
+	t.Helper()
+	var sum float64
+	for _, mf := range p.Metrics(t) {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if match(labels(m)) {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// hangupListener reads a request head on each connection it accepts and
+// hangs up without answering.
+func hangupListener(t *testing.T) string {
+	t.Helper()
+	ln, err := netListen()
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	serveConns(t, ln, &wg, func(c net.Conn) {
+		defer c.Close()
+		_, _ = http.ReadRequest(bufio.NewReader(c))
+	})
+	return ln.Addr().String()
 }
 
 // silentListener accepts connections and never answers.
