@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/mitm"
 )
 
 // The test binary doubles as warcproxy: run with WARCPROXY_AS_MAIN=1 it is
@@ -349,41 +351,57 @@ func TestSecondSignalForcesExit(t *testing.T) {
 // no CA, database, WARC directory or spool. Each case runs in a fresh
 // directory holding only the files it prepares.
 func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
+	caPEM, caCRT := newCAFiles(t)
 	for _, tc := range []struct {
-		name  string
-		files map[string]string // prepared in the directory
-		args  []string
-		want  []string // in the message
+		name    string
+		files   map[string]string // prepared in the directory, mode 0644
+		args    []string
+		want    []string // in the message
+		notWant []string // not in the message
 	}{
-		{"auth file missing", nil, []string{"--proxy-auth-file", "auth"}, []string{"--proxy-auth-file", "no such file"}},
+		{"auth file missing", nil, []string{"--proxy-auth-file", "auth"}, []string{"--proxy-auth-file", "no such file"}, nil},
 		{"auth file malformed", map[string]string{"auth": "# users\nalice-no-colon\n"}, []string{"--proxy-auth-file", "auth"},
-			[]string{"--proxy-auth-file", "line 2: want user:password"}},
+			[]string{"--proxy-auth-file", "line 2: want user:password"}, nil},
 		{"auth file empty", map[string]string{"auth": "# nobody yet\n\n"}, []string{"--proxy-auth-file", "auth"},
-			[]string{"--proxy-auth-file", "no user:password lines"}},
-		{"CA file that does not parse", map[string]string{"ca.pem": "not a certificate\n"}, nil, []string{"--cacert", "ca.pem"}},
-		{"WARC dir is a file", map[string]string{"warcs": "oops\n"}, nil, []string{"--dir", "not a directory"}},
-		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}},
-		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}},
+			[]string{"--proxy-auth-file", "no user:password lines"}, nil},
+		{"CA file that does not parse", map[string]string{"ca.pem": "not a certificate\n"}, nil,
+			[]string{"--cacert: CA file ca.pem: need a PEM certificate and private key"}, []string{"chmod"}},
+		{"CA file that is not PEM, readable by others", map[string]string{"notpem.txt": "hello\n"}, []string{"--cacert", "notpem.txt"},
+			[]string{"--cacert: CA file notpem.txt: need a PEM certificate and private key"}, []string{"chmod", "private key but"}},
+		{"a system file as the CA file", nil, []string{"--cacert", "/etc/passwd"},
+			[]string{"CA file /etc/passwd: need a PEM certificate and private key"}, []string{"chmod"}},
+		{"the clients' copy as the CA file", map[string]string{"warcproxy-ca.pem": caPEM, "warcproxy-ca.crt": caCRT}, []string{"-c", "warcproxy-ca.crt"},
+			[]string{"CA file warcproxy-ca.crt: need a PEM certificate and private key", "no private key, as the copy written for clients",
+				"--cacert warcproxy-ca.pem"}, []string{"chmod", "private key but"}},
+		{"the clients' copy alone", map[string]string{"warcproxy-ca.crt": caCRT}, []string{"-c", "warcproxy-ca.crt"},
+			[]string{"no private key, as the copy written for clients"}, []string{"chmod", "--cacert warcproxy-ca.pem"}},
+		{"CA key readable by others", map[string]string{"ca.pem": caPEM}, nil,
+			[]string{"CA file ca.pem holds the CA's private key but is readable by group or others", "chmod 600 ca.pem"}, nil},
+		{"WARC dir is a file", map[string]string{"warcs": "oops\n"}, nil, []string{"--dir", "not a directory"}, nil},
+		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}, nil},
+		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}, nil},
 		{"SOCKS and parent proxy together", nil, []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
-			[]string{"--socks-proxy", "--upstream-proxy"}},
-		{"parent proxy not http", nil, []string{"--upstream-proxy", "https://127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}},
-		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}},
+			[]string{"--socks-proxy", "--upstream-proxy"}, nil},
+		{"parent proxy not http", nil, []string{"--upstream-proxy", "https://127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}, nil},
+		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}, nil},
 		{"--gzip=false with --compression zstd", nil, []string{"--gzip=false", "--compression", "zstd"},
-			[]string{"--gzip=false asks for no compression and --compression zstd", "give --compression alone"}},
+			[]string{"--gzip=false asks for no compression and --compression zstd", "give --compression alone"}, nil},
 		{"--gzip-level with --compression zstd", nil, []string{"--compression", "zstd", "--gzip-level", "9"},
-			[]string{"--gzip-level: is for --compression gzip", "--zstd-level"}},
+			[]string{"--gzip-level: is for --compression gzip", "--zstd-level"}, nil},
 		{"zstd dictionary missing", nil, []string{"--compression", "zstd", "--zstd-dictionary", "warc.dict"},
-			[]string{"--zstd-dictionary", "no such file"}},
+			[]string{"--zstd-dictionary", "no such file"}, nil},
 		{"zstd dictionary not a dictionary", map[string]string{"warc.dict": "WARC/1.0\r\n"}, []string{"--compression", "zstd", "--zstd-dictionary", "warc.dict"},
-			[]string{"--zstd-dictionary: warc.dict: not a zstd dictionary"}},
+			[]string{"--zstd-dictionary: warc.dict: not a zstd dictionary"}, nil},
 		{"warcprox's --rethinkdb-dedup-url in the file", map[string]string{"warcproxy.yaml": "rethinkdb-dedup-url: rethinkdb://db0/warcprox/dedup\n"},
-			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}},
+			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
 				"--dedup-db", "embedded:warcproxy.db"}, tc.args...)...)
 			for name, content := range tc.files {
-				require.NoError(t, os.WriteFile(filepath.Join(cmd.Dir, name), []byte(content), 0o600))
+				path := filepath.Join(cmd.Dir, name)
+				require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+				require.NoError(t, os.Chmod(path, 0o644)) // whatever the umask
 			}
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
@@ -391,6 +409,9 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 			require.Equal(t, 2, ee.ExitCode(), "%s", out)
 			for _, w := range tc.want {
 				require.Contains(t, string(out), w)
+			}
+			for _, w := range tc.notWant {
+				require.NotContains(t, string(out), w)
 			}
 			entries, err := os.ReadDir(cmd.Dir)
 			require.NoError(t, err)
@@ -405,4 +426,18 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 			require.ElementsMatch(t, prepared, names, "nothing created")
 		})
 	}
+}
+
+// newCAFiles returns the contents of a CA file (certificate and key) and
+// of its certificate-only copy for clients, as the proxy writes them.
+func newCAFiles(t *testing.T) (caPEM, caCRT string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	_, err := mitm.LoadOrCreateCA(path, "", slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	pemData, err := os.ReadFile(path)
+	require.NoError(t, err)
+	crtData, err := os.ReadFile(mitm.CertOnlyPath(path))
+	require.NoError(t, err)
+	return string(pemData), string(crtData)
 }
