@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -332,7 +333,10 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	code := p.wait(t, 10*time.Second)
 	require.Less(t, time.Since(start), 5*time.Second, "a forced shutdown does not wait for the budget")
-	require.NotEqual(t, 0, code, "an incomplete shutdown is not a success")
+	require.Equal(t, 1, code, "an incomplete shutdown is not a success")
+	log := p.stderr.String()
+	require.Regexp(t, `[1-5] exchanges? in flight cut \(second signal\): their partial responses go to the writer`, log)
+	require.NotContains(t, log, "deadline", "a second signal is not a deadline")
 
 	files, _ := filepath.Glob(filepath.Join(warcs, "*.warc.gz*"))
 	require.NotEmpty(t, files)
@@ -344,6 +348,71 @@ func TestSecondSignalForcesExit(t *testing.T) {
 		}
 	}
 	require.True(t, found, "what was answered before the signals is on disk")
+}
+
+// TestSecondSignalWithNothingLeftExits0: two signals at once (as `kill
+// -TERM; kill -INT`, or `timeout` sending its own) to a proxy with nothing
+// in flight: nothing is cut or lost, so the stop is a clean one, exit 0,
+// and the log says that the second signal found nothing to cut, without
+// false alarms. Tried a few times: the components saw the forced end in
+// a random order.
+func TestSecondSignalWithNothingLeftExits0(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "quick")
+	}))
+	defer origin.Close()
+	for try := range 4 {
+		dir := t.TempDir()
+		warcs := filepath.Join(dir, "warcs")
+		p := startMain(t, "--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"))
+		if try%2 == 1 { // with a WARC file open, once dedup and stats have flushed
+			proxyURL, _ := url.Parse("http://127.0.0.1:" + p.port)
+			client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+			resp, err := client.Get(origin.URL + "/page")
+			require.NoError(t, err)
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			client.CloseIdleConnections()
+			require.Eventually(t, func() bool { return storesFlushed(t, p.port) }, 10*time.Second, 20*time.Millisecond)
+		}
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+		code := p.wait(t, 10*time.Second)
+		log := p.stderr.String()
+		require.Equal(t, 0, code, "try %d: nothing was lost:\n%s", try, log)
+		require.Contains(t, log, "shutdown complete: the second signal came when nothing was left to cut")
+		for _, false := range []string{"shutdown incomplete", "in flight", "waiting for lookups", "context canceled"} {
+			require.NotContains(t, log, false)
+		}
+		open, _ := filepath.Glob(filepath.Join(warcs, "*.open"))
+		require.Empty(t, open, "every WARC closed")
+		if try%2 == 1 {
+			found := false
+			for _, r := range warccheck.Dir(t, warcs) {
+				found = found || r.TargetURI == origin.URL+"/page"
+			}
+			require.True(t, found, "the capture is in a closed WARC")
+		}
+	}
+}
+
+// storesFlushed reports, from /status, whether the proxy has written its
+// captures and stored its dedup saves and stats counts.
+func storesFlushed(t *testing.T, port string) bool {
+	resp, err := http.Get("http://127.0.0.1:" + port + "/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st struct {
+		CapturesPending int `json:"captures_pending"`
+		Dedup           struct {
+			PendingSaves int `json:"pending_saves"`
+		} `json:"dedup"`
+		Stats struct {
+			BucketsUnflushed int `json:"buckets_unflushed"`
+		} `json:"stats"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st.CapturesPending == 0 && st.Dedup.PendingSaves == 0 && st.Stats.BucketsUnflushed == 0
 }
 
 // TestConfigErrorsExit2BeforeAnything: a configuration the proxy cannot
