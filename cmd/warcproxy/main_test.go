@@ -143,14 +143,25 @@ func TestExitCodes(t *testing.T) {
 	code, out = runMain(t, "--version")
 	require.Equal(t, 0, code)
 	require.True(t, strings.HasPrefix(out, "warcproxy "), out)
-	// A port that is taken is a runtime failure.
+	// A port that is taken is a runtime failure, found before anything
+	// is created: no CA, WARC directory or database.
 	busy := httptest.NewServer(http.NotFoundHandler())
 	defer busy.Close()
 	u, _ := url.Parse(busy.URL)
-	dir := t.TempDir()
-	code, out = runMain(t, "--port", u.Port(), "--dir", dir, "--cacert", filepath.Join(dir, "ca.pem"))
-	require.Equal(t, 1, code, out)
-	require.Contains(t, out, "address already in use")
+	for _, args := range [][]string{
+		{"--port", u.Port()},
+		{"--port", "0", "--metrics-address", u.Host},
+	} {
+		cmd := selfCommand(t, args...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%s", out)
+		require.Equal(t, 1, ee.ExitCode(), "%s", out)
+		require.Contains(t, string(out), "address already in use")
+		entries, err := os.ReadDir(cmd.Dir)
+		require.NoError(t, err)
+		require.Empty(t, entries, "nothing created: %s", out)
+	}
 }
 
 // TestSIGTERMUnderLoad: SIGTERM while clients are fetching; the process
