@@ -85,7 +85,7 @@ func (ix *Indexer) Run(hard context.Context) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if left := len(ix.queue); left > 0 {
-		return fmt.Errorf("CDXJ indexing unfinished at the shutdown deadline: %d files not indexed", left)
+		return fmt.Errorf("indexing cut (%v): %d files not indexed", context.Cause(hard), left)
 	}
 	return nil
 }

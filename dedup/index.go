@@ -298,9 +298,9 @@ func (ix *Index) flush(ctx context.Context) error {
 		case <-progress:
 		case <-ctx.Done():
 			if lastErr != nil {
-				return fmt.Errorf("dedup flush: %w (last store error: %w)", ctx.Err(), lastErr)
+				return fmt.Errorf("flushing dedup saves: %w (last store error: %w)", context.Cause(ctx), lastErr)
 			}
-			return fmt.Errorf("dedup flush: %w", ctx.Err())
+			return fmt.Errorf("flushing dedup saves: %w", context.Cause(ctx))
 		}
 	}
 }
@@ -425,9 +425,11 @@ func (ix *Index) pending() int {
 
 // Close flushes buffered saves (waiting at most until ctx ends), answers
 // the lookups in progress, stops the goroutines and closes the store.
-// Saves it could not store are counted as dropped and logged. Lookup,
-// Flush and Save fail (Save drops) after Close; a second Close does
-// nothing.
+// Saves it could not store are counted as dropped, logged and returned as
+// the error. Lookups still waiting when ctx ends get an error, as any
+// failed lookup does (their captures are archived in full): nothing
+// stored is lost by them, so they are not Close's error. Lookup, Flush
+// and Save fail (Save drops) after Close; a second Close does nothing.
 func (ix *Index) Close(ctx context.Context) error {
 	if ix == nil {
 		return nil
@@ -442,12 +444,9 @@ func (ix *Index) Close(ctx context.Context) error {
 
 	err := ix.flush(ctx)
 	close(ix.stopLookups)
-	if err == nil {
-		select {
-		case <-ix.lookupersDone:
-		case <-ctx.Done():
-			err = fmt.Errorf("dedup close: waiting for lookups: %w", ctx.Err())
-		}
+	select {
+	case <-ix.lookupersDone:
+	case <-ctx.Done():
 	}
 	ix.cancelRun()
 	<-ix.flusherDone
@@ -464,6 +463,10 @@ func (ix *Index) Close(ctx context.Context) error {
 	if lost > 0 {
 		ix.st.dropped.Add(uint64(lost))
 		ix.log.Error("dedup saves not stored at shutdown", "dropped", lost, "err", err)
+		if err == nil {
+			err = ErrClosed
+		}
+		err = fmt.Errorf("%d saves not stored (their payloads will be archived again in full): %w", lost, err)
 	}
 	return errors.Join(err, ix.store.Close())
 }

@@ -679,6 +679,26 @@ func TestIndexClose(t *testing.T) {
 	require.NoError(t, ix.Close(context.Background()), "a second Close does nothing")
 }
 
+// TestIndexClosedAtOnceWhenIdle: Close with a context already ended (a
+// forced shutdown) when every save is stored and no lookup waits loses
+// nothing, so it reports nothing: the lookupers are not "waited for" in
+// vain. Repeated, since which ended first was left to chance.
+func TestIndexClosedAtOnceWhenIdle(t *testing.T) {
+	for range 50 {
+		s := &fakeStore{}
+		ix, err := dedup.NewIndex(s, dedup.Options{}, nil, nil)
+		require.NoError(t, err)
+		ix.Save("sha1:A", nil, e1)
+		require.NoError(t, ix.Flush(context.Background()))
+		_, _, err = ix.Lookup(context.Background(), "sha1:A", nil)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, ix.Close(ctx))
+		require.True(t, s.Closed())
+	}
+}
+
 // TestIndexCloseStoreDown: Close with a store that keeps failing gives up
 // when its context ends, reports the loss and still stops everything.
 func TestIndexCloseStoreDown(t *testing.T) {

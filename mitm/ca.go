@@ -63,14 +63,10 @@ func LoadOrCreateCA(path, certsDir string, logger *slog.Logger) (*CA, error) {
 		logger.Info("created CA", "path", path)
 	case err != nil:
 		return nil, fmt.Errorf("reading CA file: %w", err)
-	default:
-		if err := checkKeyFileMode(path); err != nil {
-			return nil, err
-		}
 	}
-	ca, err := parseCA(data)
+	ca, err := readCAFile(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("CA file %s: %w", path, err)
+		return nil, err
 	}
 	ca.logger = logger
 	ca.cache = make(map[string]*tls.Certificate)
@@ -101,13 +97,61 @@ func CheckCAFile(path string) error {
 	case err != nil:
 		return fmt.Errorf("reading CA file: %w", err)
 	}
-	if err := checkKeyFileMode(path); err != nil {
-		return err
+	_, err = readCAFile(path, data)
+	return err
+}
+
+// readCAFile parses the CA file at path, which holds data. Only a file
+// that holds a private key is checked for who can read it: advice to chmod
+// a file that is not the CA (a wrong --cacert) would be harmful.
+func readCAFile(path string, data []byte) (*CA, error) {
+	ca, err := parseCA(data)
+	if hasPrivateKey(data) {
+		if err := checkKeyFileMode(path); err != nil {
+			return nil, err
+		}
+	} else if err != nil && hasCertificate(data) {
+		return nil, certOnlyError(path, err)
 	}
-	if _, err := parseCA(data); err != nil {
-		return fmt.Errorf("CA file %s: %w", path, err)
+	if err != nil {
+		return nil, fmt.Errorf("CA file %s: %w", path, err)
 	}
-	return nil
+	return ca, nil
+}
+
+// certOnlyError explains a CA file that holds a certificate but no key:
+// most likely the copy written for clients (NAME.crt) was given instead of
+// the CA file itself, which it names when it is there.
+func certOnlyError(path string, err error) error {
+	hint := ""
+	withKey := strings.TrimSuffix(path, filepath.Ext(path)) + ".pem"
+	if data, rerr := os.ReadFile(withKey); withKey != path && rerr == nil && hasPrivateKey(data) {
+		hint = "; the CA file with the key is beside it: --cacert " + withKey
+	}
+	return fmt.Errorf("CA file %s: %w: it holds a certificate and no private key, as the copy written for clients does%s", path, err, hint)
+}
+
+// hasPrivateKey reports whether data holds a PEM private key block.
+func hasPrivateKey(data []byte) bool {
+	return hasPEMBlock(data, func(typ string) bool { return strings.HasSuffix(typ, "PRIVATE KEY") })
+}
+
+// hasCertificate reports whether data holds a PEM certificate block.
+func hasCertificate(data []byte) bool {
+	return hasPEMBlock(data, func(typ string) bool { return typ == "CERTIFICATE" })
+}
+
+func hasPEMBlock(data []byte, match func(typ string) bool) bool {
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			return false
+		}
+		if match(block.Type) {
+			return true
+		}
+	}
 }
 
 // CertOnlyPath is where the client copy of the CA certificate is written.

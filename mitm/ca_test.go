@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,4 +151,56 @@ func TestCAKeyReadableByOthersRefused(t *testing.T) {
 	require.NoError(t, os.Chmod(path, 0o600))
 	_, err = LoadOrCreateCA(path, "", discardLogger())
 	require.NoError(t, err)
+}
+
+// TestWrongCAFileGetsNoChmodAdvice: a --cacert that is not a CA file
+// (not PEM, or the certificate-only copy for clients) is refused for what
+// it is, never with advice to chmod it, even when others can read it; the
+// permission advice is for files that hold a private key.
+func TestWrongCAFileGetsNoChmodAdvice(t *testing.T) {
+	dir := t.TempDir()
+	caPath := filepath.Join(dir, "warcproxy-ca.pem")
+	_, err := LoadOrCreateCA(caPath, "", discardLogger())
+	require.NoError(t, err)
+	crt, err := os.ReadFile(CertOnlyPath(caPath))
+	require.NoError(t, err)
+	key, err := os.ReadFile(caPath)
+	require.NoError(t, err)
+	keyOnly := key[:strings.Index(string(key), "-----BEGIN CERTIFICATE")]
+
+	for _, tc := range []struct {
+		name, file, content string
+		want                []string
+		notWant             []string
+	}{
+		{"not PEM", "notpem.txt", "hello\n",
+			[]string{"CA file ", "notpem.txt: need a PEM certificate and private key"}, []string{"chmod", "private key but"}},
+		{"the clients' copy, CA file beside it", "warcproxy-ca.crt", string(crt),
+			[]string{"need a PEM certificate and private key", "holds a certificate and no private key",
+				"the CA file with the key is beside it: --cacert " + caPath}, []string{"chmod"}},
+		{"a certificate alone", "other.crt", string(crt),
+			[]string{"need a PEM certificate and private key", "holds a certificate and no private key"},
+			[]string{"chmod", "--cacert"}},
+		{"a key without certificate", "key.pem", string(keyOnly),
+			[]string{"holds the CA's private key but is readable by group or others", "chmod 600"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o644))
+			require.NoError(t, os.Chmod(path, 0o644))
+			for _, check := range []func() error{
+				func() error { return CheckCAFile(path) },
+				func() error { _, err := LoadOrCreateCA(path, "", discardLogger()); return err },
+			} {
+				err := check()
+				require.Error(t, err)
+				for _, w := range tc.want {
+					require.ErrorContains(t, err, w)
+				}
+				for _, w := range tc.notWant {
+					require.NotContains(t, err.Error(), w)
+				}
+			}
+		})
+	}
 }

@@ -208,7 +208,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // submitted, marked truncated. Submitting can wait for room in a full
 // writer queue, which only the writer's own shutdown ends; hard (the end
 // of the shutdown budget) stops Shutdown waiting for those exchanges, so
-// that the writer's shutdown can begin, and the error counts them.
+// that the writer's shutdown can begin, and the error counts them. The
+// error names what was cut, with the contexts' cause (context.Cause: a
+// second signal or a deadline), and is nil when no exchange was.
 func (s *Server) Shutdown(ctx, hard context.Context) error {
 	s.closing.Store(true)
 	s.closeSplices()
@@ -229,14 +231,25 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	if err != nil {
 		s.outer.Close()
 		s.inner.Close()
-		err = fmt.Errorf("%s in flight cut at the shutdown deadline (what they read is written, marked truncated): %w", exchanges(cut), err)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Connections closed with no exchange on them lost nothing.
+		err = nil
+		if cut > 0 {
+			err = fmt.Errorf("%s in flight cut (%w): their partial responses go to the writer, marked truncated",
+				exchanges(cut), context.Cause(ctx))
+		}
 	}
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-hard.Done():
-		err = errors.Join(err, fmt.Errorf("%s still in flight when the shutdown was forced or its budget ran out", exchanges(s.active.Load())))
+		// Both may be ready: only exchanges still running are left behind.
+		if n := s.active.Load(); n > 0 {
+			err = errors.Join(err, fmt.Errorf("%s still in flight, not waited for (%w): "+
+				"those the writer no longer takes are logged as not archived", exchanges(n), context.Cause(hard)))
+		}
 	}
 	if ll := s.ll.Load(); ll != nil {
 		ll.Close()

@@ -118,13 +118,14 @@ type entry struct {
 }
 
 // NewTracker returns a Tracker over s (nil: count in memory only, nothing
-// survives a restart). The Tracker owns s: Close closes it.
+// survives a restart). The Tracker owns s: Close closes it. logger is used
+// as given: the caller scopes it (component=stats); it may be nil.
 func NewTracker(s Store, o Options, logger *slog.Logger, reg prometheus.Registerer) (*Tracker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	o = o.withDefaults()
-	t := &Tracker{store: s, opts: o, logger: logger.With("component", "stats")}
+	t := &Tracker{store: s, opts: o, logger: logger}
 	if ss, ok := s.(SharedStore); ok && ss.Shared() && o.RefreshInterval > 0 {
 		t.refresh = o.RefreshInterval
 	}
@@ -452,8 +453,9 @@ func (t *Tracker) Flush(ctx context.Context) error {
 		t.dirtyMu.Unlock()
 		t.m.flushErrors.Inc()
 		t.flushErrors.Add(1)
-		err = fmt.Errorf("stats: storing %d buckets: %w", len(list), err)
-		if t.flushStreak.fail(err) {
+		err = fmt.Errorf("storing the counts of %d buckets: %w", len(list), err)
+		// At Close the error is Close's: there is no retry to announce.
+		if t.flushStreak.fail(err) && !t.closed.Load() {
 			t.logger.Error("storing stats failed; keeping the counts in memory and retrying", "buckets", len(list), "err", err)
 		}
 		return err
@@ -500,8 +502,9 @@ func (t *Tracker) unflushed() int {
 }
 
 // Close stops the background flush, stores what was Written (within ctx)
-// and closes the store. Get fails afterwards; tallies still count in
-// memory but are not stored.
+// and closes the store; counts it could not store are lost, and its error
+// says so. Get fails afterwards; tallies still count in memory but are
+// not stored.
 func (t *Tracker) Close(ctx context.Context) error {
 	t.life.Lock()
 	if t.closed.Load() {
@@ -519,6 +522,9 @@ func (t *Tracker) Close(ctx context.Context) error {
 		return nil
 	}
 	err := t.Flush(ctx)
+	if err != nil {
+		err = fmt.Errorf("counts since the last flush are lost: %w", err)
+	}
 	return errors.Join(err, t.store.Close())
 }
 

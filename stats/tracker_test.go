@@ -325,7 +325,8 @@ func TestTrackerRetriesAfterStoreRecovers(t *testing.T) {
 	f := &flakyStore{Store: mustOpen(t, open)}
 	var logs bytes.Buffer
 	reg := prometheus.NewPedanticRegistry()
-	tr, err := stats.NewTracker(f, stats.Options{FlushInterval: -1}, slog.New(slog.NewJSONHandler(&logs, nil)), reg)
+	logger := slog.New(slog.NewJSONHandler(&logs, nil)).With("component", "stats") // scoped by the caller, as internal/app does
+	tr, err := stats.NewTracker(f, stats.Options{FlushInterval: -1}, logger, reg)
 	require.NoError(t, err)
 	defer tr.Close(ctx)
 
@@ -346,6 +347,7 @@ func TestTrackerRetriesAfterStoreRecovers(t *testing.T) {
 	require.Equal(t, "ERROR", recs[0]["level"])
 	require.Contains(t, recs[0]["err"], errDown.Error())
 	require.Equal(t, "stats", recs[0]["component"])
+	require.Equal(t, 1, strings.Count(logs.String(), `"component"`), "the component is named once: %s", logs.String())
 
 	tr.Tally(in, stats.Revisit, 1).Written()
 	require.NoError(t, tr.Flush(ctx))
@@ -458,6 +460,23 @@ func TestTrackerCloseFlushes(t *testing.T) {
 	_, err = s.Get(ctx, []string{"__all__"})
 	require.ErrorIs(t, err, stats.ErrClosed, "the tracker closed its store")
 	require.Equal(t, bk(1, 10, 1, 10, 0, 0), stored(t, open, "__all__")["__all__"])
+}
+
+// TestTrackerCloseWithStoreDown: counts that cannot be stored at Close
+// are lost, and Close's error says so; nothing is logged about keeping
+// them and retrying, since the process is going away.
+func TestTrackerCloseWithStoreDown(t *testing.T) {
+	ctx := context.Background()
+	f := &flakyStore{Store: mustOpen(t, embeddedBackend(t))}
+	var logs bytes.Buffer
+	tr, err := stats.NewTracker(f, stats.Options{FlushInterval: time.Hour}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	require.NoError(t, err)
+	tr.Tally([]string{"__all__", "job1"}, stats.New, 10).Written()
+	f.failAdds.Store(1)
+	err = tr.Close(ctx)
+	require.ErrorIs(t, err, errDown)
+	require.ErrorContains(t, err, "counts since the last flush are lost: storing the counts of 2 buckets")
+	require.NotContains(t, logs.String(), "retrying")
 }
 
 // TestTrackerConcurrent: many captures at once, with the background flush

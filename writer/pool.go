@@ -281,7 +281,8 @@ func (p *Pool) aborted() bool {
 // call Done with an error wrapping ErrClosed for the rest and still close
 // their files; Close then returns an error saying how many captures were
 // dropped. Close may be called more than once; later calls wait like the
-// first.
+// first. Its errors do not begin with "writer:": the caller names the
+// component that reports them.
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	first := !p.closed
@@ -303,7 +304,7 @@ func (p *Pool) Close(ctx context.Context) error {
 
 	var errs []error
 	if n := p.stats.capturesDropped.Load(); n > 0 {
-		err := fmt.Errorf("writer: closed before the queue was drained: %d captures dropped: %w", n, context.Cause(ctx))
+		err := fmt.Errorf("closed before the queue was drained: %d captures dropped: %w", n, context.Cause(ctx))
 		if first {
 			p.log.Error("captures dropped at shutdown", "dropped", n, "err", err)
 		}
@@ -312,7 +313,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.mu.RLock()
 	errs = append(errs, p.closeErrs...)
 	if n := p.closeErrN - len(p.closeErrs); n > 0 {
-		errs = append(errs, fmt.Errorf("writer: %d more file errors (see log)", n))
+		errs = append(errs, fmt.Errorf("%d more file errors (see log)", n))
 	}
 	p.mu.RUnlock()
 	return errors.Join(errs...)

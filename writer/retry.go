@@ -32,7 +32,7 @@ func (w *worker) failed(wf *warcFile, err error, c *Capture) {
 			p.stats.writeError(cerr)
 			w.log.Error("cutting back warc file failed, leaving it open-named", "file", wf.path, "err", cerr)
 			// Close reports it whenever it happened: the file stays.
-			p.closeError(fmt.Errorf("writer: %s left open-named with a partial record: cutting back: %w", wf.path, cerr))
+			p.closeError(fmt.Errorf("%s left open-named with a partial record: cutting back: %w", wf.path, cerr))
 			delete(w.files, wf.prefix)
 			if w.last == wf {
 				w.last = nil

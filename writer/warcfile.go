@@ -196,7 +196,7 @@ func (w *worker) finish(wf *warcFile, empty bool) {
 		p.stats.writeError(err)
 		w.log.Error(msg, "file", wf.path, "err", err)
 		if p.aborted() || isClosed(p) {
-			p.closeError(fmt.Errorf("writer: %s %s: %w", msg, wf.path, err))
+			p.closeError(fmt.Errorf("%s %s: %w", msg, wf.path, err))
 		}
 	}
 	if empty {

@@ -89,7 +89,7 @@ func (w *worker) run() {
 	}
 	w.retryRenames()
 	for _, wf := range w.unrenamed {
-		w.p.closeError(fmt.Errorf("writer: %s left open-named: rename failed", wf.path))
+		w.p.closeError(fmt.Errorf("%s left open-named: rename failed", wf.path))
 	}
 }
 

@@ -603,6 +603,7 @@ func TestForcedClose(t *testing.T) {
 	err := p.Close(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, fmt.Sprintf("%d captures dropped", n-1))
+	require.NotContains(t, err.Error(), "writer:", "the caller names the component (\"writer: writer: ...\" otherwise)")
 
 	tr.wg.Wait()
 	tr.mu.Lock()
@@ -837,6 +838,7 @@ func TestFilesLeftOpen(t *testing.T) {
 			}
 			err := p.Close(context.Background())
 			require.ErrorContains(t, err, "left open-named")
+			require.NotContains(t, err.Error(), "writer:", "the caller names the component")
 			require.ErrorIs(t, p.Stats().LastWriteError, tt.errno)
 			tr.requireAll(t, n, nil)
 

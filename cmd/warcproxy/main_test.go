@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
+	"github.com/warcproxy/warcproxy/mitm"
 )
 
 // The test binary doubles as warcproxy: run with WARCPROXY_AS_MAIN=1 it is
@@ -140,14 +143,25 @@ func TestExitCodes(t *testing.T) {
 	code, out = runMain(t, "--version")
 	require.Equal(t, 0, code)
 	require.True(t, strings.HasPrefix(out, "warcproxy "), out)
-	// A port that is taken is a runtime failure.
+	// A port that is taken is a runtime failure, found before anything
+	// is created: no CA, WARC directory or database.
 	busy := httptest.NewServer(http.NotFoundHandler())
 	defer busy.Close()
 	u, _ := url.Parse(busy.URL)
-	dir := t.TempDir()
-	code, out = runMain(t, "--port", u.Port(), "--dir", dir, "--cacert", filepath.Join(dir, "ca.pem"))
-	require.Equal(t, 1, code, out)
-	require.Contains(t, out, "address already in use")
+	for _, args := range [][]string{
+		{"--port", u.Port()},
+		{"--port", "0", "--metrics-address", u.Host},
+	} {
+		cmd := selfCommand(t, args...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%s", out)
+		require.Equal(t, 1, ee.ExitCode(), "%s", out)
+		require.Contains(t, string(out), "address already in use")
+		entries, err := os.ReadDir(cmd.Dir)
+		require.NoError(t, err)
+		require.Empty(t, entries, "nothing created: %s", out)
+	}
 }
 
 // TestSIGTERMUnderLoad: SIGTERM while clients are fetching; the process
@@ -330,7 +344,10 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	code := p.wait(t, 10*time.Second)
 	require.Less(t, time.Since(start), 5*time.Second, "a forced shutdown does not wait for the budget")
-	require.NotEqual(t, 0, code, "an incomplete shutdown is not a success")
+	require.Equal(t, 1, code, "an incomplete shutdown is not a success")
+	log := p.stderr.String()
+	require.Regexp(t, `[1-5] exchanges? in flight cut \(second signal\): their partial responses go to the writer`, log)
+	require.NotContains(t, log, "deadline", "a second signal is not a deadline")
 
 	files, _ := filepath.Glob(filepath.Join(warcs, "*.warc.gz*"))
 	require.NotEmpty(t, files)
@@ -344,48 +361,137 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	require.True(t, found, "what was answered before the signals is on disk")
 }
 
+// TestSecondSignalWithNothingLeftExits0: two signals at once (as `kill
+// -TERM; kill -INT`, or `timeout` sending its own) to a proxy with nothing
+// in flight: nothing is cut or lost, so the stop is a clean one, exit 0,
+// and the log says that the second signal found nothing to cut, without
+// false alarms. Tried a few times: the components saw the forced end in
+// a random order.
+func TestSecondSignalWithNothingLeftExits0(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "quick")
+	}))
+	defer origin.Close()
+	for try := range 4 {
+		dir := t.TempDir()
+		warcs := filepath.Join(dir, "warcs")
+		p := startMain(t, "--port", "0", "--dir", warcs, "--cacert", filepath.Join(dir, "ca.pem"))
+		if try%2 == 1 { // with a WARC file open, once dedup and stats have flushed
+			proxyURL, _ := url.Parse("http://127.0.0.1:" + p.port)
+			client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+			resp, err := client.Get(origin.URL + "/page")
+			require.NoError(t, err)
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			client.CloseIdleConnections()
+			require.Eventually(t, func() bool { return storesFlushed(t, p.port) }, 10*time.Second, 20*time.Millisecond)
+		}
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+		code := p.wait(t, 10*time.Second)
+		log := p.stderr.String()
+		require.Equal(t, 0, code, "try %d: nothing was lost:\n%s", try, log)
+		require.Contains(t, log, "shutdown complete: the second signal came when nothing was left to cut")
+		for _, false := range []string{"shutdown incomplete", "in flight", "waiting for lookups", "context canceled"} {
+			require.NotContains(t, log, false)
+		}
+		open, _ := filepath.Glob(filepath.Join(warcs, "*.open"))
+		require.Empty(t, open, "every WARC closed")
+		if try%2 == 1 {
+			found := false
+			for _, r := range warccheck.Dir(t, warcs) {
+				found = found || r.TargetURI == origin.URL+"/page"
+			}
+			require.True(t, found, "the capture is in a closed WARC")
+		}
+	}
+}
+
+// storesFlushed reports, from /status, whether the proxy has written its
+// captures and stored its dedup saves and stats counts.
+func storesFlushed(t *testing.T, port string) bool {
+	resp, err := http.Get("http://127.0.0.1:" + port + "/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st struct {
+		CapturesPending int `json:"captures_pending"`
+		Dedup           struct {
+			PendingSaves int `json:"pending_saves"`
+		} `json:"dedup"`
+		Stats struct {
+			BucketsUnflushed int `json:"buckets_unflushed"`
+		} `json:"stats"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st.CapturesPending == 0 && st.Dedup.PendingSaves == 0 && st.Stats.BucketsUnflushed == 0
+}
+
 // TestConfigErrorsExit2BeforeAnything: a configuration the proxy cannot
 // run with exits 2 with a message naming the flag, and creates nothing:
 // no CA, database, WARC directory or spool. Each case runs in a fresh
 // directory holding only the files it prepares.
 func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
+	caPEM, caCRT := newCAFiles(t)
 	for _, tc := range []struct {
-		name  string
-		files map[string]string // prepared in the directory
-		args  []string
-		want  []string // in the message
+		name    string
+		files   map[string]string // prepared in the directory, mode 0644
+		args    []string
+		want    []string // in the message
+		notWant []string // not in the message
 	}{
-		{"auth file missing", nil, []string{"--proxy-auth-file", "auth"}, []string{"--proxy-auth-file", "no such file"}},
+		{"auth file missing", nil, []string{"--proxy-auth-file", "auth"}, []string{"--proxy-auth-file", "no such file"}, nil},
 		{"auth file malformed", map[string]string{"auth": "# users\nalice-no-colon\n"}, []string{"--proxy-auth-file", "auth"},
-			[]string{"--proxy-auth-file", "line 2: want user:password"}},
+			[]string{"--proxy-auth-file", "line 2: want user:password"}, nil},
 		{"auth file empty", map[string]string{"auth": "# nobody yet\n\n"}, []string{"--proxy-auth-file", "auth"},
-			[]string{"--proxy-auth-file", "no user:password lines"}},
-		{"CA file that does not parse", map[string]string{"ca.pem": "not a certificate\n"}, nil, []string{"--cacert", "ca.pem"}},
-		{"WARC dir is a file", map[string]string{"warcs": "oops\n"}, nil, []string{"--dir", "not a directory"}},
-		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}},
-		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}},
+			[]string{"--proxy-auth-file", "no user:password lines"}, nil},
+		{"CA file that does not parse", map[string]string{"ca.pem": "not a certificate\n"}, nil,
+			[]string{"--cacert: CA file ca.pem: need a PEM certificate and private key"}, []string{"chmod"}},
+		{"CA file that is not PEM, readable by others", map[string]string{"notpem.txt": "hello\n"}, []string{"--cacert", "notpem.txt"},
+			[]string{"--cacert: CA file notpem.txt: need a PEM certificate and private key"}, []string{"chmod", "private key but"}},
+		{"a system file as the CA file", nil, []string{"--cacert", "/etc/passwd"},
+			[]string{"CA file /etc/passwd: need a PEM certificate and private key"}, []string{"chmod"}},
+		{"the clients' copy as the CA file", map[string]string{"warcproxy-ca.pem": caPEM, "warcproxy-ca.crt": caCRT}, []string{"-c", "warcproxy-ca.crt"},
+			[]string{"CA file warcproxy-ca.crt: need a PEM certificate and private key", "no private key, as the copy written for clients",
+				"--cacert warcproxy-ca.pem"}, []string{"chmod", "private key but"}},
+		{"the clients' copy alone", map[string]string{"warcproxy-ca.crt": caCRT}, []string{"-c", "warcproxy-ca.crt"},
+			[]string{"no private key, as the copy written for clients"}, []string{"chmod", "--cacert warcproxy-ca.pem"}},
+		{"CA key readable by others", map[string]string{"ca.pem": caPEM}, nil,
+			[]string{"CA file ca.pem holds the CA's private key but is readable by group or others", "chmod 600 ca.pem"}, nil},
+		{"WARC dir is a file", map[string]string{"warcs": "oops\n"}, nil, []string{"--dir", "not a directory"}, nil},
+		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}, nil},
+		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}, nil},
 		{"SOCKS and parent proxy together", nil, []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
-			[]string{"--socks-proxy", "--upstream-proxy"}},
+			[]string{"--socks-proxy", "--upstream-proxy"}, nil},
 		{"SOCKS password over RFC 1929's 255 bytes, in the file", map[string]string{"warcproxy.yaml": "socks-proxy: 127.0.0.1:1080\nsocks-proxy-username: crawler\nsocks-proxy-password: " + strings.Repeat("p", 256) + "\n"},
-			[]string{"--config.file", "warcproxy.yaml"}, []string{"--socks-proxy-password: is 256 bytes long: SOCKS5 allows at most 255"}},
-		{"parent proxy not http", nil, []string{"--upstream-proxy", "https://127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}},
-		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}},
+			[]string{"--config.file", "warcproxy.yaml"}, []string{"--socks-proxy-password: is 256 bytes long: SOCKS5 allows at most 255"}, nil},
+		{"parent proxy not http", nil, []string{"--upstream-proxy", "https://127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}, nil},
+		{"parent proxy without port", nil, []string{"--upstream-proxy", "http://u:s3cret-pw@127.0.0.1"},
+			[]string{"--upstream-proxy: no port"}, []string{"s3cret-pw"}},
+		{"parent proxy with a path", nil, []string{"--upstream-proxy", "http://u:s3cret-pw@127.0.0.1:8888/path"},
+			[]string{"--upstream-proxy: a path is not allowed"}, []string{"s3cret-pw"}},
+		{"SOCKS password without SOCKS", nil, []string{"--socks-proxy-password", "s3cret-pw"},
+			[]string{"--socks-proxy-password: needs --socks-proxy"}, []string{"s3cret-pw", "username"}},
+		{"warcprox's --rethinkdb-dedup-url", nil, []string{"--rethinkdb-dedup-url", "rethinkdb://db0/warcprox/dedup"},
+			[]string{"flag provided but not defined: --rethinkdb-dedup-url", "--dedup-db and --stats-db redis://"}, nil},
+		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}, nil},
 		{"--gzip=false with --compression zstd", nil, []string{"--gzip=false", "--compression", "zstd"},
-			[]string{"--gzip=false asks for no compression and --compression zstd", "give --compression alone"}},
+			[]string{"--gzip=false asks for no compression and --compression zstd", "give --compression alone"}, nil},
 		{"--gzip-level with --compression zstd", nil, []string{"--compression", "zstd", "--gzip-level", "9"},
-			[]string{"--gzip-level: is for --compression gzip", "--zstd-level"}},
+			[]string{"--gzip-level: is for --compression gzip", "--zstd-level"}, nil},
 		{"zstd dictionary missing", nil, []string{"--compression", "zstd", "--zstd-dictionary", "warc.dict"},
-			[]string{"--zstd-dictionary", "no such file"}},
+			[]string{"--zstd-dictionary", "no such file"}, nil},
 		{"zstd dictionary not a dictionary", map[string]string{"warc.dict": "WARC/1.0\r\n"}, []string{"--compression", "zstd", "--zstd-dictionary", "warc.dict"},
-			[]string{"--zstd-dictionary: warc.dict: not a zstd dictionary"}},
+			[]string{"--zstd-dictionary: warc.dict: not a zstd dictionary"}, nil},
 		{"warcprox's --rethinkdb-dedup-url in the file", map[string]string{"warcproxy.yaml": "rethinkdb-dedup-url: rethinkdb://db0/warcprox/dedup\n"},
-			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}},
+			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
 				"--dedup-db", "embedded:warcproxy.db"}, tc.args...)...)
 			for name, content := range tc.files {
-				require.NoError(t, os.WriteFile(filepath.Join(cmd.Dir, name), []byte(content), 0o600))
+				path := filepath.Join(cmd.Dir, name)
+				require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+				require.NoError(t, os.Chmod(path, 0o644)) // whatever the umask
 			}
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
@@ -393,6 +499,9 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 			require.Equal(t, 2, ee.ExitCode(), "%s", out)
 			for _, w := range tc.want {
 				require.Contains(t, string(out), w)
+			}
+			for _, w := range tc.notWant {
+				require.NotContains(t, string(out), w)
 			}
 			entries, err := os.ReadDir(cmd.Dir)
 			require.NoError(t, err)
@@ -407,4 +516,18 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 			require.ElementsMatch(t, prepared, names, "nothing created")
 		})
 	}
+}
+
+// newCAFiles returns the contents of a CA file (certificate and key) and
+// of its certificate-only copy for clients, as the proxy writes them.
+func newCAFiles(t *testing.T) (caPEM, caCRT string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	_, err := mitm.LoadOrCreateCA(path, "", slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	pemData, err := os.ReadFile(path)
+	require.NoError(t, err)
+	crtData, err := os.ReadFile(mitm.CertOnlyPath(path))
+	require.NoError(t, err)
+	return string(pemData), string(crtData)
 }

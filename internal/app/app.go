@@ -76,8 +76,9 @@ type options struct {
 // operating system's file layer, so tests can inject ENOSPC and EIO.
 func WithWriterFS(fs writer.FS) Option { return func(o *options) { o.writerFS = fs } }
 
-// New builds every component and binds the listening socket, so that
-// errors (port in use, unreadable CA) surface before anything runs. cfg
+// New binds the listening sockets, then builds every component, so that
+// errors (port in use, unreadable CA) surface before anything runs, and a
+// port in use before anything is created. cfg
 // must have passed Validate, which checks all that can be checked before
 // anything is created on disk.
 func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option) (*App, error) {
@@ -99,6 +100,9 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 			a.undo()
 		}
 	}()
+	if err := a.listen(); err != nil {
+		return nil, err
+	}
 	if err := a.openFiles(); err != nil {
 		return nil, err
 	}
@@ -112,16 +116,31 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if err := a.newPipeline(); err != nil {
 		return nil, err
 	}
-	if err := a.newMetricsServer(); err != nil {
-		return nil, err
-	}
+	a.newMetricsServer()
 	a.rates.Start() // stopped by Shutdown
 	built = true
 	return a, nil
 }
 
+// listen binds the proxy port and --metrics-address first: a port taken
+// (the commonest start-up failure) leaves nothing created behind.
+func (a *App) listen() error {
+	var err error
+	a.ln, err = net.Listen(listenNetwork(a.cfg.Address), net.JoinHostPort(a.cfg.Address, strconv.Itoa(a.cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	if a.cfg.MetricsAddress != "" {
+		host, _, _ := net.SplitHostPort(a.cfg.MetricsAddress)
+		if a.mln, err = net.Listen(listenNetwork(host), a.cfg.MetricsAddress); err != nil {
+			return fmt.Errorf("listening for metrics: %w", err)
+		}
+	}
+	return nil
+}
+
 // openFiles loads (or creates) the CA, creates the WARC directory and the
-// spool, and binds the proxy port.
+// spool.
 func (a *App) openFiles() error {
 	cfg := a.cfg
 	var err error
@@ -139,10 +158,6 @@ func (a *App) openFiles() error {
 	}
 	if a.spooler, err = spool.New(a.spoolDir, cfg.TmpFileMaxMemory, cfg.SpoolMemory); err != nil {
 		return err
-	}
-	a.ln, err = net.Listen(listenNetwork(cfg.Address), net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("listening: %w", err)
 	}
 	return nil
 }

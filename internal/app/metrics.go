@@ -1,8 +1,6 @@
 package app
 
 import (
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
@@ -53,16 +51,11 @@ func (a *App) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry})
 }
 
-// newMetricsServer binds --metrics-address, which serves /metrics,
-// /status and, with --pprof, the profiler.
-func (a *App) newMetricsServer() error {
-	if a.cfg.MetricsAddress == "" {
-		return nil
-	}
-	host, _, _ := net.SplitHostPort(a.cfg.MetricsAddress)
-	var err error
-	if a.mln, err = net.Listen(listenNetwork(host), a.cfg.MetricsAddress); err != nil {
-		return fmt.Errorf("listening for metrics: %w", err)
+// newMetricsServer builds the server of --metrics-address (bound by
+// listen): /metrics, /status and, with --pprof, the profiler.
+func (a *App) newMetricsServer() {
+	if a.mln == nil { // no --metrics-address
+		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.metricsHandler())
@@ -75,5 +68,4 @@ func (a *App) newMetricsServer() error {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	a.msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	return nil
 }

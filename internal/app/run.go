@@ -22,8 +22,10 @@ import (
 // drain. At the end of the budget, or at once when force is closed (a
 // second signal), every component stops hard: writers finish the record
 // in hand, so files hold whole records only, and what was not done is
-// counted and logged. Run returns an error when anything failed, was cut
-// short or was lost: the command then exits 1.
+// counted and logged, each with what ended it (the shutdown's causes,
+// below). Run returns an error when anything failed, was cut short or was
+// lost: the command then exits 1. A second signal that comes when nothing
+// is left to cut loses nothing, and Run returns nil.
 func (a *App) Run(stop, force <-chan struct{}) error {
 	sd := newShutdown(a.cfg.ShutdownTimeout, force)
 	defer sd.cancel() // ends the budget's clock and watcher once all is done
@@ -82,10 +84,14 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
 	a.rates.Stop()
 	err := errors.Join(runErr, errs.join())
-	if err == nil {
-		a.logger.Info("shutdown complete: writer queue drained, WARC files closed, databases flushed")
-	} else {
+	switch {
+	case err != nil:
 		a.logger.Error("shutdown incomplete", "err", err)
+	case sd.forced():
+		a.logger.Info("shutdown complete: the second signal came when nothing was left to cut; " +
+			"writer queue drained, WARC files closed, databases flushed")
+	default:
+		a.logger.Info("shutdown complete: writer queue drained, WARC files closed, databases flushed")
 	}
 	return err
 }
@@ -112,7 +118,8 @@ func (a *App) closeWriter(sd *shutdown) error {
 	case err := <-done:
 		return err
 	case <-time.After(writerGrace):
-		return fmt.Errorf("the disk did not answer within %s of the shutdown deadline: WARC files left .open for the next start to recover", writerGrace)
+		return fmt.Errorf("the disk did not answer within %s after the %v: WARC files left .open for the next start to recover",
+			writerGrace, context.Cause(sd.hard))
 	}
 }
 
@@ -150,35 +157,48 @@ func (a *App) addMetricsServer(g *run.Group, errs *errList, backendsDone <-chan 
 }
 
 // shutdown is the budget of one shutdown: soft ends when exchanges in
-// flight are cut, hard when every component must stop.
+// flight are cut, hard when every component must stop. Each ends with a
+// cause (context.Cause) that the components put in what they report as
+// cut or dropped: the second signal, or which deadline passed.
 type shutdown struct {
 	timeout time.Duration
 	force   <-chan struct{}
 	once    sync.Once
 	soft    context.Context
 	hard    context.Context
-	cancel  context.CancelFunc
+	stop    context.CancelCauseFunc
+
+	secondSignal, softDeadline, hardDeadline *stopCause
 }
 
 func newShutdown(timeout time.Duration, force <-chan struct{}) *shutdown {
-	sd := &shutdown{timeout: timeout, force: force}
+	sd := &shutdown{
+		timeout:      timeout,
+		force:        force,
+		secondSignal: &stopCause{why: "second signal"},
+		softDeadline: &stopCause{why: fmt.Sprintf("shutdown deadline: %s, 3/4 of --shutdown-timeout", timeout*3/4), deadline: true},
+		hardDeadline: &stopCause{why: fmt.Sprintf("end of --shutdown-timeout %s", timeout), deadline: true},
+	}
 	// hard exists before the shutdown begins (the writer and the indexer
 	// wait on it); its clock starts with begin.
-	sd.hard, sd.cancel = context.WithCancel(context.Background())
+	sd.hard, sd.stop = context.WithCancelCause(context.Background())
 	return sd
 }
+
+// cancel ends hard once all is done (a context must end).
+func (sd *shutdown) cancel() { sd.stop(nil) }
 
 // begin starts the clock, once.
 func (sd *shutdown) begin() *shutdown {
 	sd.once.Do(func() {
 		start := time.Now()
 		var cancelSoft context.CancelFunc
-		sd.soft, cancelSoft = context.WithDeadline(sd.hard, start.Add(sd.timeout*3/4))
-		deadline := time.AfterFunc(sd.timeout, sd.cancel)
+		sd.soft, cancelSoft = context.WithDeadlineCause(sd.hard, start.Add(sd.timeout*3/4), sd.softDeadline)
+		deadline := time.AfterFunc(sd.timeout, func() { sd.stop(sd.hardDeadline) })
 		go func() {
 			select {
 			case <-sd.force:
-				sd.cancel()
+				sd.stop(sd.secondSignal)
 			case <-sd.hard.Done():
 			}
 			deadline.Stop()
@@ -186,6 +206,26 @@ func (sd *shutdown) begin() *shutdown {
 		}()
 	})
 	return sd
+}
+
+// forced reports whether a second signal ended the shutdown.
+func (sd *shutdown) forced() bool { return context.Cause(sd.hard) == sd.secondSignal }
+
+// stopCause says what ended a shutdown's context. A deadline is also
+// context.DeadlineExceeded for errors.Is, a second signal
+// context.Canceled, as the contexts' own errors are.
+type stopCause struct {
+	why      string
+	deadline bool
+}
+
+func (c *stopCause) Error() string { return c.why }
+
+func (c *stopCause) Is(target error) bool {
+	if c.deadline {
+		return target == context.DeadlineExceeded
+	}
+	return target == context.Canceled
 }
 
 // errList gathers the components' errors, each named.

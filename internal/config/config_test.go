@@ -312,6 +312,28 @@ func TestParseErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// TestUndefinedFlagAsTyped: an unknown flag is echoed as the user typed
+// it, one dash or two, and never with its value (which may be a secret).
+func TestUndefinedFlagAsTyped(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--no-such-flag"}, "flag provided but not defined: --no-such-flag"},
+		{[]string{"-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"--no-such-flag=s3cret"}, "flag provided but not defined: --no-such-flag"},
+		{[]string{"-p", "8000", "--rethinkdb-dedup-url", "s3cret"}, "flag provided but not defined: --rethinkdb-dedup-url (a warcprox option"},
+		{[]string{"-rethinkdb-dedup-url=s3cret"}, "flag provided but not defined: -rethinkdb-dedup-url (a warcprox option"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := Parse(tt.args, nil)
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), tt.want), "%v", err)
+			require.NotContains(t, err.Error(), "s3cret")
+		})
+	}
+}
+
 func TestValidateReportsEveryProblem(t *testing.T) {
 	c := Default()
 	c.Port = -1
@@ -534,7 +556,8 @@ func TestWarcproxOnlyOptionsNameTheReplacement(t *testing.T) {
 			}
 			for _, args := range forms {
 				_, err := Parse(args, io.Discard)
-				require.ErrorContains(t, err, "flag provided but not defined: -"+tt.name+" (a warcprox option that warcproxy does not have: ", "%q", args)
+				typed, _, _ := strings.Cut(args[0], "=") // as the user typed it, without a value
+				require.ErrorContains(t, err, "flag provided but not defined: "+typed+" (a warcprox option that warcproxy does not have: ", "%q", args)
 				require.ErrorContains(t, err, tt.want, "%q", args)
 			}
 			value := tt.value

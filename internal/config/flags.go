@@ -247,7 +247,7 @@ func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) 
 			}
 			return Config{}, flag.ErrHelp
 		}
-		return Config{}, explainUndefined(err)
+		return Config{}, explainUndefined(err, args)
 	}
 	if fs.NArg() > 0 {
 		return Config{}, unexpectedArg(args, fs.Args(), byName)
@@ -368,17 +368,37 @@ func warcproxOnlyMsg(hint string) string {
 	return "a warcprox option that warcproxy does not have: " + hint + "; see docs/configuration.md"
 }
 
-// explainUndefined adds to the flag package's "flag provided but not
-// defined" that the flag is a warcprox one warcproxy lacks, and what to
-// use instead, when it is.
-func explainUndefined(err error) error {
+// explainUndefined rewrites the flag package's "flag provided but not
+// defined: -name" to show the flag as the user typed it (--name, the
+// flag package shows one dash whatever was typed; never a value), and adds
+// that it is a warcprox flag warcproxy lacks, and what to use instead,
+// when it is.
+func explainUndefined(err error, args []string) error {
 	const undefined = "flag provided but not defined: -"
 	name, ok := strings.CutPrefix(err.Error(), undefined)
 	if !ok {
 		return err
 	}
+	msg := "flag provided but not defined: " + typedFlag(name, args)
 	if hint, ok := warcproxHint(name); ok {
-		return fmt.Errorf("%w (%s)", err, warcproxOnlyMsg(hint))
+		msg += " (" + warcproxOnlyMsg(hint) + ")"
 	}
-	return err
+	return errors.New(msg)
+}
+
+// typedFlag is flag name as it appears in args: "--name" or "-name".
+func typedFlag(name string, args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		a, _, _ = strings.Cut(a, "=")
+		if a == "--"+name {
+			return a
+		}
+		if a == "-"+name {
+			break
+		}
+	}
+	return "-" + name
 }

@@ -13,10 +13,11 @@ import (
 func (c Config) validateRoutes(p *problems) {
 	checkHostPort(p, "socks-proxy", c.SOCKSProxy)
 	checkHostPort(p, "onion-tor-socks-proxy", c.OnionTorSOCKSProxy)
-	if c.SOCKSProxy == "" && (c.SOCKSProxyUsername != "" || c.SOCKSProxyPassword != "") {
-		p.bad("socks-proxy-username", "and --socks-proxy-password need --socks-proxy")
+	if c.SOCKSProxy == "" {
+		c.checkSOCKSCredentials(p)
+	} else {
+		c.validateSOCKSCredentials(p)
 	}
-	c.validateSOCKSCredentials(p)
 	if c.UpstreamProxy != "" {
 		if _, err := c.Parent(); err != nil {
 			p.bad("upstream-proxy", "%v", err)
@@ -43,6 +44,19 @@ func (c Config) validateSOCKSCredentials(p *problems) {
 	}
 }
 
+// checkSOCKSCredentials, without --socks-proxy, names the credential
+// flags that were given, and only those.
+func (c Config) checkSOCKSCredentials(p *problems) {
+	switch user, pass := c.SOCKSProxyUsername != "", c.SOCKSProxyPassword != ""; {
+	case user && pass:
+		*p = append(*p, errors.New("--socks-proxy-username and --socks-proxy-password need --socks-proxy"))
+	case user:
+		p.bad("socks-proxy-username", "needs --socks-proxy")
+	case pass:
+		p.bad("socks-proxy-password", "needs --socks-proxy")
+	}
+}
+
 func checkHostPort(p *problems, flag, v string) {
 	if v == "" {
 		return
@@ -60,22 +74,18 @@ type ParentProxy struct {
 	Password string
 }
 
-// Parent parses --upstream-proxy. Its errors never quote the URL, which
-// may hold a password.
+// Parent parses --upstream-proxy. Its errors say what is wrong but never
+// quote the URL or a part of it: it may hold a password.
 func (c Config) Parent() (ParentProxy, error) {
-	want := errors.New("want http://[user:password@]host:port")
 	u, err := url.Parse(c.UpstreamProxy)
 	if err != nil {
-		return ParentProxy{}, want
+		return ParentProxy{}, parentError("not a URL")
 	}
 	if u.Scheme != "http" {
-		return ParentProxy{}, errors.New("only http:// parent proxies are supported (" + want.Error() + ")")
+		return ParentProxy{}, parentError("only http:// parent proxies are supported")
 	}
-	if u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return ParentProxy{}, want
-	}
-	if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
-		return ParentProxy{}, want
+	if problem := parentURLProblem(u); problem != "" {
+		return ParentProxy{}, parentError(problem)
 	}
 	pp := ParentProxy{Addr: u.Host}
 	if u.User != nil {
@@ -83,4 +93,29 @@ func (c Config) Parent() (ParentProxy, error) {
 		pp.Password, _ = u.User.Password()
 	}
 	return pp, nil
+}
+
+// parentURLProblem says what keeps an http:// URL from naming a parent
+// proxy, or "".
+func parentURLProblem(u *url.URL) string {
+	switch {
+	case u.Opaque != "" || u.Hostname() == "":
+		return "no host"
+	case u.Port() == "":
+		return "no port (a parent proxy has no default one)"
+	case u.Path != "" && u.Path != "/":
+		return "a path is not allowed"
+	case u.RawQuery != "" || u.ForceQuery:
+		return "a query is not allowed"
+	case u.Fragment != "":
+		return "a fragment is not allowed"
+	}
+	if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
+		return "the port must be a number from 1 to 65535"
+	}
+	return ""
+}
+
+func parentError(problem string) error {
+	return errors.New(problem + " (want http://[user:password@]host:port)")
 }

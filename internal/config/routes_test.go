@@ -36,20 +36,33 @@ func TestRouteFlagsFromFile(t *testing.T) {
 // TestRouteErrors: each names its flag, and none repeats a password.
 func TestRouteErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		args []string
-		want []string
+		name    string
+		args    []string
+		want    []string // in the error
+		notWant []string // not in it (never the password)
 	}{
 		{"both routes", []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
-			[]string{"--socks-proxy", "--upstream-proxy"}},
-		{"https parent", []string{"--upstream-proxy", "https://u:s3cret-pw@127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}},
-		{"socks scheme", []string{"--upstream-proxy", "socks5://127.0.0.1:1080"}, []string{"--upstream-proxy", "only http://"}},
-		{"no port", []string{"--upstream-proxy", "http://u:s3cret-pw@proxy.example"}, []string{"--upstream-proxy", "host:port"}},
-		{"bad port", []string{"--upstream-proxy", "http://u:s3cret-pw@proxy.example:99999"}, []string{"--upstream-proxy"}},
-		{"unparsable", []string{"--upstream-proxy", "http://u:s3cret-pw@[::1"}, []string{"--upstream-proxy"}},
-		{"socks without port", []string{"--socks-proxy", "127.0.0.1"}, []string{"--socks-proxy", "host:port"}},
-		{"tor without port", []string{"--onion-tor-socks-proxy", "localhost"}, []string{"--onion-tor-socks-proxy"}},
-		{"credentials without socks", []string{"--socks-proxy-password", "s3cret-pw"}, []string{"--socks-proxy-username", "--socks-proxy"}},
+			[]string{"--socks-proxy", "--upstream-proxy"}, nil},
+		{"https parent", []string{"--upstream-proxy", "https://u:s3cret-pw@127.0.0.1:3128"}, []string{"--upstream-proxy", "only http://"}, nil},
+		{"socks scheme", []string{"--upstream-proxy", "socks5://127.0.0.1:1080"}, []string{"--upstream-proxy", "only http://"}, nil},
+		{"no port", []string{"--upstream-proxy", "http://u:s3cret-pw@127.0.0.1"},
+			[]string{"--upstream-proxy: no port (a parent proxy has no default one) (want http://[user:password@]host:port)"}, nil},
+		{"no port, a slash", []string{"--upstream-proxy", "http://u:s3cret-pw@proxy.example/"}, []string{"--upstream-proxy: no port"}, nil},
+		{"a path", []string{"--upstream-proxy", "http://u:s3cret-pw@127.0.0.1:8888/path"},
+			[]string{"--upstream-proxy: a path is not allowed (want http://[user:password@]host:port)"}, []string{"/path"}},
+		{"a query", []string{"--upstream-proxy", "http://127.0.0.1:8888/?s3cret-pw"}, []string{"--upstream-proxy: a query is not allowed"}, nil},
+		{"no host", []string{"--upstream-proxy", "http://u:s3cret-pw@:3128"}, []string{"--upstream-proxy: no host"}, nil},
+		{"bad port", []string{"--upstream-proxy", "http://u:s3cret-pw@proxy.example:99999"},
+			[]string{"--upstream-proxy: the port must be a number from 1 to 65535"}, nil},
+		{"unparsable", []string{"--upstream-proxy", "http://u:s3cret-pw@[::1"}, []string{"--upstream-proxy: not a URL"}, nil},
+		{"socks without port", []string{"--socks-proxy", "127.0.0.1"}, []string{"--socks-proxy", "host:port"}, nil},
+		{"tor without port", []string{"--onion-tor-socks-proxy", "localhost"}, []string{"--onion-tor-socks-proxy"}, nil},
+		{"password without socks", []string{"--socks-proxy-password", "s3cret-pw"},
+			[]string{"--socks-proxy-password: needs --socks-proxy"}, []string{"username"}},
+		{"username without socks", []string{"--socks-proxy-username", "alice"},
+			[]string{"--socks-proxy-username: needs --socks-proxy"}, []string{"password"}},
+		{"credentials without socks", []string{"--socks-proxy-username", "alice", "--socks-proxy-password", "s3cret-pw"},
+			[]string{"--socks-proxy-username and --socks-proxy-password need --socks-proxy"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.args, nil)
@@ -57,7 +70,9 @@ func TestRouteErrors(t *testing.T) {
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
 			}
-			require.NotContains(t, err.Error(), "s3cret-pw")
+			for _, w := range append(tc.notWant, "s3cret-pw") {
+				require.NotContains(t, err.Error(), w)
+			}
 		})
 	}
 }
