@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 )
 
@@ -82,12 +83,37 @@ func (ix *Indexer) Run(hard context.Context) error {
 	for !ix.isClosed() {
 		<-ix.wake
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if left := len(ix.queue); left > 0 {
+	if left := ix.indexSmall(); left > 0 {
 		return fmt.Errorf("indexing cut (%v): %d files not indexed", context.Cause(hard), left)
 	}
 	return nil
+}
+
+// afterCutBudget is how many bytes of WARC files are still indexed once
+// the shutdown is forced: the files the writer closed then are often small
+// (the open file of an idle proxy, when two signals came at once), and
+// indexing a few megabytes takes milliseconds, not the second a forced
+// stop may take.
+var afterCutBudget int64 = 64 << 20
+
+// indexSmall indexes the queued files while they fit in afterCutBudget,
+// and returns how many are left without an index.
+func (ix *Indexer) indexSmall() (left int) {
+	ix.mu.Lock()
+	queue := ix.queue
+	ix.queue = nil
+	ix.mu.Unlock()
+	budget := afterCutBudget
+	for _, path := range queue {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Size() > budget {
+			left++
+			continue
+		}
+		budget -= fi.Size()
+		ix.index(path)
+	}
+	return left
 }
 
 func (ix *Indexer) isClosed() bool {

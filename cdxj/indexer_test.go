@@ -58,20 +58,44 @@ func TestIndexerIndexesQueuedFiles(t *testing.T) {
 
 // When the shutdown budget is spent, Run stops indexing, and once the
 // writer has closed its last file (Close) says how many were left
-// unindexed, those closed after the deadline included.
+// unindexed, those closed after the deadline included; files that fit in
+// what is still indexed after the cut (a few megabytes) get their index.
 func TestIndexerStopsAtTheDeadline(t *testing.T) {
-	ix := cdxj.NewIndexer(slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	ix.Add(oneWARC(t, t.TempDir()))
-	done := make(chan error, 1)
-	go func() { done <- ix.Run(ctx) }()
-	ix.Add(oneWARC(t, t.TempDir())) // closed by a writer after the deadline
-	select {
-	case err := <-done:
-		t.Fatalf("Run returned before Close: %v", err)
-	case <-time.After(100 * time.Millisecond):
+	for _, tc := range []struct {
+		name      string
+		budget    int64
+		unindexed string // "" when both are indexed
+	}{
+		{"small files still indexed", 64 << 20, ""},
+		{"over what is indexed after the cut", 1, "2 files not indexed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer cdxj.SetAfterCutBudget(tc.budget)()
+			ix := cdxj.NewIndexer(slog.New(slog.DiscardHandler))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			first := oneWARC(t, t.TempDir())
+			ix.Add(first)
+			done := make(chan error, 1)
+			go func() { done <- ix.Run(ctx) }()
+			second := oneWARC(t, t.TempDir())
+			ix.Add(second) // closed by a writer after the deadline
+			select {
+			case err := <-done:
+				t.Fatalf("Run returned before Close: %v", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			ix.Close()
+			err := <-done
+			if tc.unindexed != "" {
+				require.ErrorContains(t, err, tc.unindexed)
+				return
+			}
+			require.NoError(t, err)
+			for _, warc := range []string{first, second} {
+				_, err := os.Stat(strings.TrimSuffix(warc, ".warc.gz") + ".cdxj")
+				require.NoError(t, err, "index of %s", warc)
+			}
+		})
 	}
-	ix.Close()
-	require.ErrorContains(t, <-done, "2 files not indexed")
 }

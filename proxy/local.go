@@ -34,7 +34,7 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Status() map[string]any {
 	active, waiting, refused := s.connStats()
 	st := map[string]any{
-		"active_requests":     s.active.Load(),
+		"active_requests":     s.active.Load() + s.uploads.Load(), // fetches and write-record uploads
 		"client_errors":       s.clientErrors.Load(),
 		"proxy_auth_failures": s.authFailures.Load(),
 		"client_tls_errors":   s.handshakeErrors.Load(),

@@ -117,7 +117,8 @@ type Server struct {
 	closing   atomic.Bool
 	fresh     freshConns // connections not yet heard from, closed at Shutdown
 
-	active          atomic.Int64
+	active          atomic.Int64 // exchanges in forward
+	uploads         atomic.Int64 // write-record requests in writeRecord
 	authFailures    atomic.Int64
 	clientErrors    atomic.Int64
 	clientErrLog    lograte.EverySecond
@@ -219,26 +220,22 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); errOuter = s.outer.Shutdown(ctx) }()
 	go func() { defer wg.Done(); errInner = s.inner.Shutdown(ctx) }()
-	stop := make(chan struct{})
-	go s.fresh.closeSilentUntil(stop)
+	stop, closerDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(closerDone); s.fresh.closeSilentUntil(stop) }()
 	wg.Wait()
 	close(stop)
+	<-closerDone
 	err := errors.Join(errOuter, errInner)
 	// Whatever is left ends now, truncated: request contexts end (which
 	// closes origin connections) and client connections close.
-	cut := s.active.Load()
+	cut, uploads := s.active.Load(), s.uploads.Load()
 	s.cancelBase()
 	if err != nil {
 		s.outer.Close()
 		s.inner.Close()
 	}
 	if err != nil && ctx.Err() != nil {
-		// Connections closed with no exchange on them lost nothing.
-		err = nil
-		if cut > 0 {
-			err = fmt.Errorf("%s in flight cut (%w): their partial responses go to the writer, marked truncated",
-				exchanges(cut), context.Cause(ctx))
-		}
+		err = cutError(cut, uploads, context.Cause(ctx))
 	}
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
@@ -246,7 +243,7 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	case <-done:
 	case <-hard.Done():
 		// Both may be ready: only exchanges still running are left behind.
-		if n := s.active.Load(); n > 0 {
+		if n := s.active.Load() + s.uploads.Load(); n > 0 {
 			err = errors.Join(err, fmt.Errorf("%s still in flight, not waited for (%w): "+
 				"those the writer no longer takes are logged as not archived", exchanges(n), context.Cause(hard)))
 		}
@@ -257,6 +254,21 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 	}
 	s.up.CloseIdle()
 	return err
+}
+
+// cutError says what closing the connections left at the shutdown deadline
+// cut, for cause; nil when none carried an exchange or an upload
+// (connections with nothing on them lose nothing).
+func cutError(exchangesCut, uploadsCut int64, cause error) error {
+	var errs []error
+	if exchangesCut > 0 {
+		errs = append(errs, fmt.Errorf("%s in flight cut (%w): their partial responses go to the writer, marked truncated",
+			exchanges(exchangesCut), cause))
+	}
+	if uploadsCut > 0 {
+		errs = append(errs, fmt.Errorf("%d %s uploads cut (%w): not written", uploadsCut, methodWriteRecord, cause))
+	}
+	return errors.Join(errs...)
 }
 
 // exchanges says how many, in words.

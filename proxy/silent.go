@@ -56,13 +56,20 @@ func (f *freshConns) track(c net.Conn, state http.ConnState) {
 // closeSilent closes the connections that have not sent a byte, and with
 // partial those that have sent part of a request.
 func (f *freshConns) closeSilent(partial bool) {
+	var silent []*servedConn
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for c := range f.conns {
 		if partial || !c.heard.Load() {
-			c.Close()
+			silent = append(silent, c)
 			delete(f.conns, c)
 		}
+	}
+	f.mu.Unlock()
+	// Closed outside the lock: closing a tunnel's TLS connection writes
+	// close_notify, which may wait, and every connection's ConnState hook
+	// takes the lock.
+	for _, c := range silent {
+		c.Close()
 	}
 }
 

@@ -24,6 +24,10 @@ const (
 // (limits and blocks apply, as in warcprox), then has the capture stage
 // write its body; 204 when the record is queued.
 func (s *Server) writeRecord(w http.ResponseWriter, r *http.Request, uri string) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	s.uploads.Add(1) // what a cut at shutdown loses (Shutdown)
+	defer s.uploads.Add(-1)
 	rec := &capture.Record{
 		Start: time.Now(), URI: uri, Method: r.Method,
 		WARCType: r.Header.Get("WARC-Type"), ContentType: r.Header.Get("Content-Type"), Length: r.ContentLength,
