@@ -151,6 +151,7 @@ func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound
 	// shutdown comes, so that nothing waits on it for the socket timeout,
 	// in the head or in the body.
 	stop := context.AfterFunc(ctx, func() { c.Close() })
+	out.Ctx = ctx
 	resp, start, err := s.up.RoundTrip(c, out)
 	if err == nil && resp.ProtoMajor == 1 && resp.ProtoMinor == 0 && ex.Response != nil &&
 		ex.Response.HasTransferEncoding(start, c.Consumed()) {

@@ -91,10 +91,12 @@ func absoluteHead(head []byte, origin, proxyAuth string) []byte {
 // parents (tinyproxy) answer wrong credentials with a 401 and
 // WWW-Authenticate, as an origin that wants a login does: then a CONNECT
 // to the same origin with the same credentials tells, since only the
-// parent would refuse that for its credentials. A parent seen to take them
-// is believed for credsTrusted, so that a site full of 401s costs no
-// CONNECT each.
-func (u *Client) parentRefused(c *Conn, resp *http.Response) bool {
+// parent would refuse that for its credentials. Any other answer to it
+// (200, or a 403 for a port the parent does not CONNECT to) shows the
+// credentials taken, and the parent is believed for credsTrusted, so that a
+// site full of 401s costs no CONNECT each. ctx (nil: none) bounds the
+// CONNECT, as the socket timeout does.
+func (u *Client) parentRefused(ctx context.Context, c *Conn, resp *http.Response) bool {
 	rt := c.fwdRoute
 	switch {
 	case resp.StatusCode == http.StatusProxyAuthRequired:
@@ -104,20 +106,28 @@ func (u *Client) parentRefused(c *Conn, resp *http.Response) bool {
 	case time.Since(time.Unix(0, rt.credsAccepted.Load())) < credsTrusted:
 		return false
 	}
-	ctx := context.Background()
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if u.socketTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.socketTimeout)
 		defer cancel()
 	}
 	probe, err := u.connectParent(ctx, rt, strings.TrimPrefix(c.fwdOrigin, "http://"))
-	if err == nil {
-		probe.Close()
-		rt.credsAccepted.Store(time.Now().UnixNano())
-		return false
-	}
 	var re *RouteError
-	return errors.As(err, &re) && re.Reason == "auth"
+	switch {
+	case err == nil:
+		probe.Close()
+	case errors.As(err, &re) && re.Reason == "auth":
+		return true
+	case errors.As(err, &re) && re.Reason == "rejected":
+		// The parent answered, and not about credentials.
+	default:
+		return false // no answer: nothing learnt
+	}
+	rt.credsAccepted.Store(time.Now().UnixNano())
+	return false
 }
 
 // credsTrusted is how long a parent that took the credentials for a

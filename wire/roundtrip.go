@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ type Outbound struct {
 	Expect bool      // wait for 100 Continue before sending the body
 	ReqRec io.Writer // receives the request bytes as written (may be nil)
 	ResRec io.Writer // receives the response bytes as read (may be nil)
+	// Ctx, the request's context, bounds what RoundTrip does beside c
+	// (asking a parent proxy whether a 401 is its own); nil: none.
+	Ctx context.Context
 }
 
 // RoundTrip writes the request and reads the final response head on c.
@@ -32,7 +36,7 @@ func (u *Client) RoundTrip(c *Conn, out *Outbound) (*http.Response, int64, error
 	if err != nil && c.fwdRoute != nil {
 		err = c.fwdRoute.through(err)
 	}
-	if err == nil && c.fwdRoute != nil && u.parentRefused(c, resp) {
+	if err == nil && c.fwdRoute != nil && u.parentRefused(out.Ctx, c, resp) {
 		return nil, 0, c.fwdRoute.fail("auth", fmt.Errorf("refused the request for %s: %s", c.fwdOrigin, resp.Status))
 	}
 	return resp, start, err
