@@ -84,16 +84,22 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
 	a.rates.Stop()
 	err := errors.Join(runErr, errs.join())
+	a.logStopped(err, sd.forced())
+	return err
+}
+
+// logStopped is the shutdown's last line: what was cut or lost, or that
+// nothing was, though a second signal came.
+func (a *App) logStopped(err error, forced bool) {
 	switch {
 	case err != nil:
 		a.logger.Error("shutdown incomplete", "err", err)
-	case sd.forced():
+	case forced:
 		a.logger.Info("shutdown complete: the second signal came when nothing was left to cut; " +
 			"writer queue drained, WARC files closed, databases flushed")
 	default:
 		a.logger.Info("shutdown complete: writer queue drained, WARC files closed, databases flushed")
 	}
-	return err
 }
 
 // writerGrace is how long past the end of the shutdown budget the
