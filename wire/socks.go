@@ -32,6 +32,9 @@ func (u *Client) dialSOCKS(ctx context.Context, rt *route, hostport string) (net
 	lift()
 	if err != nil {
 		c.Close()
+		if cut := cutShort(ctx, "SOCKS handshake with "+rt.name()+" for CONNECT to "+hostport); cut != nil {
+			return nil, cut
+		}
 		return nil, err
 	}
 	return c, nil
