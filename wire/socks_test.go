@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -33,13 +34,38 @@ func socksStub(t *testing.T, reply []byte, after string) (addr string, got <-cha
 			return
 		}
 		_, _ = c.Write([]byte{5, 0})
-		req := make([]byte, 512)
-		n, _ := c.Read(req)
-		ch <- req[:n]
+		req, err := readSOCKSRequest(c)
+		if err != nil {
+			return
+		}
+		ch <- req
 		_, _ = c.Write(append(append([]byte(nil), reply...), after...))
 		_, _ = io.Copy(io.Discard, c)
 	}()
 	return ln.Addr().String(), ch
+}
+
+// readSOCKSRequest reads one CONNECT request, whose length its address
+// type gives, whatever the reads it arrives in.
+func readSOCKSRequest(r io.Reader) ([]byte, error) {
+	req := make([]byte, 5) // version, command, reserved, address type, first address byte
+	if _, err := io.ReadFull(r, req); err != nil {
+		return nil, err
+	}
+	var rest int // after the first address byte, with the port
+	switch req[3] {
+	case 1:
+		rest = 3 + 2
+	case 4:
+		rest = 15 + 2
+	case 3:
+		rest = int(req[4]) + 2
+	default:
+		return nil, fmt.Errorf("address type %d", req[3])
+	}
+	req = append(req, make([]byte, rest)...)
+	_, err := io.ReadFull(r, req[5:])
+	return req, err
 }
 
 // TestSOCKSConnectRequest: IP literals go as addresses, names unresolved.
