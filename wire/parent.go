@@ -31,6 +31,9 @@ func (u *Client) connectParent(ctx context.Context, rt *route, hostport string) 
 	switch {
 	case err != nil:
 		c.Close()
+		if cut := cutShort(ctx, "CONNECT to "+hostport+" through "+rt.name()); cut != nil {
+			return nil, cut
+		}
 		return nil, rt.fail(dialReason(err), fmt.Errorf("CONNECT to %s: %w", hostport, err))
 	case resp.StatusCode/100 != 2:
 		c.Close()

@@ -122,6 +122,9 @@ func (u *Client) dialVia(ctx context.Context, rt *route, hostport string) (net.C
 func (u *Client) dialRoute(ctx context.Context, rt *route) (net.Conn, error) {
 	c, err := u.routeDialer.DialContext(ctx, "tcp", rt.addr)
 	if err != nil {
+		if cut := cutShort(ctx, "connecting to "+rt.name()); cut != nil {
+			return nil, cut
+		}
 		return nil, rt.fail(dialReason(err), err)
 	}
 	return c, nil
@@ -197,4 +200,18 @@ func handshakeDeadline(ctx context.Context, c net.Conn) func() {
 		stop()
 		_ = c.SetDeadline(time.Time{})
 	}
+}
+
+// cutShort is the error for a dial to the route or a handshake with it
+// that failed because ctx was cancelled (the client left, the proxy is
+// shutting down), or nil if ctx was not. handshakeDeadline turns the
+// cancel into a deadline in the past, so the failure looks like a timeout,
+// yet it is neither the route's nor the origin's: the error is the
+// cancel's cause, with what was being done. A ctx that reached its own
+// deadline (the socket timeout) was not cancelled: that stays a timeout.
+func cutShort(ctx context.Context, doing string) error {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", doing, context.Cause(ctx))
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -144,5 +145,70 @@ func TestDeadRouteNamesIt(t *testing.T) {
 		require.Equal(t, "refused", re.Reason)
 		require.True(t, strings.HasPrefix(err.Error(), tc.name), err.Error())
 		require.NotContains(t, err.Error(), "s3cret-pw")
+	}
+}
+
+// stallStub is a route that writes greeting (a SOCKS server's choice of
+// method, or nothing for a parent proxy) and then reads and never answers,
+// as a wedged Tor does.
+func stallStub(t *testing.T, greeting []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(greeting)
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	return ln.Addr().String()
+}
+
+// TestRouteHandshakeCancelled: a CONNECT through a route that never
+// answers, cancelled (the client left, the proxy shuts down), fails with
+// the cancel, not as the route's or the origin's timeout; one that runs out
+// of the socket timeout is still a timeout.
+func TestRouteHandshakeCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		route    func(addr string) Route
+		greeting []byte
+	}{
+		{"socks", func(addr string) Route { return Route{SOCKS: addr} }, []byte{5, 0}},
+		{"parent", func(addr string) Route { return Route{Parent: addr} }, nil},
+	} {
+		t.Run(tc.name+"/cancelled", func(t *testing.T) {
+			u := NewClient(Options{SocketTimeout: 5 * time.Second, Route: tc.route(stallStub(t, tc.greeting))})
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := u.DialTCP(ctx, "192.0.2.1:80")
+			require.ErrorIs(t, err, context.Canceled)
+			require.Less(t, time.Since(start), 4*time.Second)
+			var re *RouteError
+			require.False(t, errors.As(err, &re), "not the route's: %v", err)
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "not a timeout: %v", err)
+		})
+		t.Run(tc.name+"/cancelled before the dial", func(t *testing.T) {
+			u := NewClient(Options{SocketTimeout: 5 * time.Second, Route: tc.route(stallStub(t, tc.greeting))})
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := u.DialTCP(ctx, "192.0.2.1:80")
+			require.ErrorIs(t, err, context.Canceled)
+			var re *RouteError
+			require.False(t, errors.As(err, &re), "not the route's: %v", err)
+		})
+		t.Run(tc.name+"/socket timeout", func(t *testing.T) {
+			u := NewClient(Options{SocketTimeout: 200 * time.Millisecond, Route: tc.route(stallStub(t, tc.greeting))})
+			_, err := u.DialTCP(context.Background(), "192.0.2.1:80")
+			require.NotErrorIs(t, err, context.Canceled)
+			var ne net.Error
+			require.True(t, errors.As(err, &ne) && ne.Timeout(), "a timeout: %v", err)
+		})
 	}
 }

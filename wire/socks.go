@@ -32,6 +32,9 @@ func (u *Client) dialSOCKS(ctx context.Context, rt *route, hostport string) (net
 	lift()
 	if err != nil {
 		c.Close()
+		if cut := cutShort(ctx, "SOCKS handshake with "+rt.name()+" for CONNECT to "+hostport); cut != nil {
+			return nil, cut
+		}
 		return nil, err
 	}
 	return c, nil
@@ -88,6 +91,11 @@ func (rt *route) hasSOCKSCredentials() bool { return rt.user != "" || rt.passwor
 // socksLogin is RFC 1929's username/password sub-negotiation. Errors never
 // carry the credentials.
 func (rt *route) socksLogin(c net.Conn) error {
+	// RFC 1929 gives each a one-byte length. internal/config already
+	// refuses credentials outside these limits, but this package is also
+	// used without it (in tests, for one): a longer one would go out with
+	// its length cut to one byte, a message the server misreads, rather
+	// than as this error.
 	if len(rt.user) == 0 || len(rt.user) > 255 || len(rt.password) > 255 {
 		return rt.fail("auth", errors.New("username must be 1 to 255 bytes, password at most 255 (RFC 1929)"))
 	}
@@ -100,7 +108,10 @@ func (rt *route) socksLogin(c net.Conn) error {
 	if err := exchange(c, msg, b[:]); err != nil {
 		return rt.handshakeFailed("authentication", err)
 	}
-	if b[1] != 0 {
+	switch {
+	case b[0] != userPassVersion:
+		return rt.fail("other", fmt.Errorf("not a SOCKS5 username/password answer: version %d", b[0]))
+	case b[1] != 0:
 		return rt.fail("auth", errors.New("username/password authentication failed"))
 	}
 	return nil

@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -32,13 +34,38 @@ func socksStub(t *testing.T, reply []byte, after string) (addr string, got <-cha
 			return
 		}
 		_, _ = c.Write([]byte{5, 0})
-		req := make([]byte, 512)
-		n, _ := c.Read(req)
-		ch <- req[:n]
+		req, err := readSOCKSRequest(c)
+		if err != nil {
+			return
+		}
+		ch <- req
 		_, _ = c.Write(append(append([]byte(nil), reply...), after...))
 		_, _ = io.Copy(io.Discard, c)
 	}()
 	return ln.Addr().String(), ch
+}
+
+// readSOCKSRequest reads one CONNECT request, whose length its address
+// type gives, whatever the reads it arrives in.
+func readSOCKSRequest(r io.Reader) ([]byte, error) {
+	req := make([]byte, 5) // version, command, reserved, address type, first address byte
+	if _, err := io.ReadFull(r, req); err != nil {
+		return nil, err
+	}
+	var rest int // after the first address byte, with the port
+	switch req[3] {
+	case 1:
+		rest = 3 + 2
+	case 4:
+		rest = 15 + 2
+	case 3:
+		rest = int(req[4]) + 2
+	default:
+		return nil, fmt.Errorf("address type %d", req[3])
+	}
+	req = append(req, make([]byte, rest)...)
+	_, err := io.ReadFull(r, req[5:])
+	return req, err
 }
 
 // TestSOCKSConnectRequest: IP literals go as addresses, names unresolved.
@@ -120,5 +147,34 @@ func TestSOCKSReplyCodes(t *testing.T) {
 		require.Equal(t, tc.errno == syscall.ETIMEDOUT, oe.Timeout(), "reply %#x", tc.code)
 		require.Contains(t, err.Error(), "192.0.2.1:80: ")
 		require.Contains(t, err.Error(), "(reported by socks proxy "+addr+")")
+	}
+}
+
+// TestSOCKSLogin: the RFC 1929 answer is taken only from a server that
+// speaks it (version 1) and says yes (status 0).
+func TestSOCKSLogin(t *testing.T) {
+	connected := []byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0} // the reply to CONNECT
+	for _, tc := range []struct {
+		name   string
+		server []byte // the choice of method, the RFC 1929 answer and on
+		reason string // "": success; else the route error's reason
+	}{
+		{"accepted", append([]byte{5, 2, 1, 0}, connected...), ""},
+		{"refused", append([]byte{5, 2, 1, 1}, connected...), "auth"},
+		{"wrong version", append([]byte{5, 2, 5, 0}, connected...), "other"},
+		{"closed", []byte{5, 2, 1}, "other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &route{kind: RouteSOCKS, addr: "127.0.0.1:1080", user: "u", password: "s3cret-pw"}
+			err := rt.socksHandshake(&scriptedConn{r: bytes.NewReader(tc.server)}, []byte{5, 1, 0, 1, 192, 0, 2, 1, 0, 80}, "192.0.2.1:80")
+			if tc.reason == "" {
+				require.NoError(t, err)
+				return
+			}
+			var re *RouteError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, tc.reason, re.Reason, err.Error())
+			require.NotContains(t, err.Error(), "s3cret-pw")
+		})
 	}
 }

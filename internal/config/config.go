@@ -209,6 +209,12 @@ func (p *problems) bad(flag, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 }
 
+// badTogether is a problem with flags given together, whose message
+// names them itself.
+func (p *problems) badTogether(msg string) {
+	*p = append(*p, errors.New(msg))
+}
+
 func (p *problems) positive(flag string, d time.Duration) {
 	if d <= 0 {
 		p.bad(flag, "must be more than 0, got %s", formatDuration(d))

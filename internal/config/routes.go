@@ -5,18 +5,20 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // validateRoutes checks the upstream route: a SOCKS5 proxy or a parent
 // HTTP proxy (not both: a connection takes one way out), and Tor's SOCKS
 // proxy for .onion hosts. Messages never repeat a password.
 func (c Config) validateRoutes(p *problems) {
-	checkHostPort(p, "socks-proxy", c.SOCKSProxy)
-	checkHostPort(p, "onion-tor-socks-proxy", c.OnionTorSOCKSProxy)
+	checkHostPort(p, "socks-proxy", c.SOCKSProxy, "127.0.0.1:1080",
+		": give them with --socks-proxy-username and --socks-proxy-password")
+	checkHostPort(p, "onion-tor-socks-proxy", c.OnionTorSOCKSProxy, "127.0.0.1:9050", "")
 	if c.SOCKSProxy == "" {
-		c.checkSOCKSCredentials(p)
+		c.socksCredentialsWithoutProxy(p)
 	} else {
-		c.validateSOCKSCredentials(p)
+		c.socksCredentialLimits(p)
 	}
 	if c.UpstreamProxy != "" {
 		if _, err := c.Parent(); err != nil {
@@ -28,10 +30,10 @@ func (c Config) validateRoutes(p *problems) {
 	}
 }
 
-// validateSOCKSCredentials applies RFC 1929's limits, which the SOCKS
+// socksCredentialLimits applies RFC 1929's limits, which the SOCKS
 // handshake would otherwise only hit at the first request: a username of
 // 1 to 255 bytes, a password of at most 255.
-func (c Config) validateSOCKSCredentials(p *problems) {
+func (c Config) socksCredentialLimits(p *problems) {
 	const most = 255
 	if n := len(c.SOCKSProxyUsername); n > most {
 		p.bad("socks-proxy-username", "is %d bytes long: SOCKS5 allows at most %d (RFC 1929)", n, most)
@@ -44,12 +46,12 @@ func (c Config) validateSOCKSCredentials(p *problems) {
 	}
 }
 
-// checkSOCKSCredentials, without --socks-proxy, names the credential
-// flags that were given, and only those.
-func (c Config) checkSOCKSCredentials(p *problems) {
+// socksCredentialsWithoutProxy refuses credential flags given without
+// --socks-proxy, naming those that were given, and only those.
+func (c Config) socksCredentialsWithoutProxy(p *problems) {
 	switch user, pass := c.SOCKSProxyUsername != "", c.SOCKSProxyPassword != ""; {
 	case user && pass:
-		*p = append(*p, errors.New("--socks-proxy-username and --socks-proxy-password need --socks-proxy"))
+		p.badTogether("--socks-proxy-username and --socks-proxy-password need --socks-proxy")
 	case user:
 		p.bad("socks-proxy-username", "needs --socks-proxy")
 	case pass:
@@ -57,13 +59,21 @@ func (c Config) checkSOCKSCredentials(p *problems) {
 	}
 }
 
-func checkHostPort(p *problems, flag, v string) {
+// checkHostPort refuses a v that is not host:port. A value with a scheme
+// or an '@' (socks5://user:password@host:port, a habit from curl and
+// warcprox) is not quoted, since it may hold a password; credentials says
+// where they go instead, if anywhere.
+func checkHostPort(p *problems, flag, v, example, credentials string) {
 	if v == "" {
+		return
+	}
+	if strings.Contains(v, "@") || strings.Contains(v, "://") {
+		p.bad(flag, "want host:port, e.g. %s; no scheme or credentials here%s", example, credentials)
 		return
 	}
 	host, port, err := net.SplitHostPort(v)
 	if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-		p.bad(flag, "%q: want host:port, e.g. 127.0.0.1:1080", v)
+		p.bad(flag, "%q: want host:port, e.g. %s", v, example)
 	}
 }
 
