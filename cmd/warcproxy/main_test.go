@@ -415,22 +415,16 @@ func TestSecondSignalWithNothingLeftExits0(t *testing.T) {
 
 // activeRequests is /status's active_requests.
 func activeRequests(t *testing.T, port string) float64 {
-	resp, err := http.Get("http://127.0.0.1:" + port + "/status")
-	require.NoError(t, err)
-	defer resp.Body.Close()
 	var st struct {
 		Active float64 `json:"active_requests"`
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	getStatus(t, port, &st)
 	return st.Active
 }
 
 // storesFlushed reports, from /status, whether the proxy has written its
 // captures and stored its dedup saves and stats counts.
 func storesFlushed(t *testing.T, port string) bool {
-	resp, err := http.Get("http://127.0.0.1:" + port + "/status")
-	require.NoError(t, err)
-	defer resp.Body.Close()
 	var st struct {
 		CapturesPending int `json:"captures_pending"`
 		Dedup           struct {
@@ -440,8 +434,16 @@ func storesFlushed(t *testing.T, port string) bool {
 			BucketsUnflushed int `json:"buckets_unflushed"`
 		} `json:"stats"`
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	getStatus(t, port, &st)
 	return st.CapturesPending == 0 && st.Dedup.PendingSaves == 0 && st.Stats.BucketsUnflushed == 0
+}
+
+// getStatus decodes the proxy's /status into st.
+func getStatus(t *testing.T, port string, st any) {
+	resp, err := http.Get("http://127.0.0.1:" + port + "/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(st))
 }
 
 // TestConfigErrorsExit2BeforeAnything: a configuration the proxy cannot
