@@ -128,6 +128,13 @@ func (s *Server) copyBody(w http.ResponseWriter, f *fetched, ex *capture.Exchang
 			return false, true
 		}
 		if err != nil {
+			if f.gone() != nil {
+				// The client left (or a forced stop came): the watch closed
+				// the origin connection under this read; not the origin's
+				// failure.
+				ex.Truncated = capture.TruncDisconnect
+				return true, false
+			}
 			s.bodyFailed(f, ex, err)
 			return true, false
 		}

@@ -188,7 +188,7 @@ func (o *holdOrigin) enter(d int) {
 // truncated, and the connection goes on serving.
 func TestHTTP2StreamsIndependent(t *testing.T) {
 	origin := newHoldOrigin(t)
-	p := proxytest.Start(t, nil)
+	p := proxytest.StartLogged(t, nil)
 	var dials atomic.Int64
 	c := h2Client(p, &dials)
 	get := func(ctx context.Context, path string) (*http.Response, error) {
@@ -229,6 +229,7 @@ func TestHTTP2StreamsIndependent(t *testing.T) {
 	require.Len(t, res, 7)
 	require.Equal(t, "disconnect", res[origin.URL+"/hold/cancelled"].Header["WARC-Truncated"])
 	require.Empty(t, res[origin.URL+"/after"].Header["WARC-Truncated"])
+	require.NotContains(t, p.Log(), "upstream failed", "the client's reset is not the origin's failure")
 }
 
 // TestHTTP2StreamCap: --http2-max-streams bounds the streams one
