@@ -178,13 +178,12 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 // connections, the inner one for the inside of CONNECT tunnels. Both have
 // the same limits, so they hold inside tunnels too.
 func (s *Server) httpServer() *http.Server {
-	errLog := slog.NewLogLogger(s.logger.With("from", "net/http").Handler(), slog.LevelDebug)
 	return &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.HeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    int(s.opts.MaxHeaderBytes),
-		ErrorLog:          errLog,
+		ErrorLog:          s.httpErrorLog(),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
 		ConnState:         s.fresh.track,
 	}
