@@ -107,6 +107,11 @@ func (s *Server) copyBody(w http.ResponseWriter, f *fetched, ex *capture.Exchang
 			p = p[:min(int64(len(p)), left)]
 		}
 		n, err := ex.Payload.Read(p)
+		if max := s.opts.MaxResourceSize; max > 0 && ex.Payload.N > max {
+			// The byte read past --max-resource-size only shows that the
+			// body is longer: the client does not get it.
+			n -= int(ex.Payload.N - max)
+		}
 		if n > 0 {
 			if _, werr := w.Write(p[:n]); werr != nil {
 				// The client went away: keep what was read, stop fetching.

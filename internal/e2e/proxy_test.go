@@ -342,7 +342,7 @@ func TestMaxResourceSize(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		require.Error(t, err, "the client must not see a clean end")
-		require.LessOrEqual(t, len(body), limit+1)
+		require.LessOrEqual(t, len(body), limit, "%s: the client gets no byte past the limit", q)
 		require.Equal(t, block[:len(body)], body)
 	}
 	p.Stop()
