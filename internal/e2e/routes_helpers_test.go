@@ -86,6 +86,12 @@ func startMicrosocks(t *testing.T, user, password string) string {
 // ConnectPort line it allows CONNECT to any port.
 func startTinyproxy(t *testing.T, user, password string) string {
 	t.Helper()
+	return startTinyproxyWith(t, user, password, "")
+}
+
+// startTinyproxyWith is startTinyproxy with more configuration lines.
+func startTinyproxyWith(t *testing.T, user, password, extra string) string {
+	t.Helper()
 	bin := needTool(t, "tinyproxy", "tinyproxy")
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
@@ -93,6 +99,7 @@ func startTinyproxy(t *testing.T, user, password string) string {
 	if user != "" {
 		conf += fmt.Sprintf("BasicAuth %s %s\n", user, password)
 	}
+	conf += extra
 	file := filepath.Join(t.TempDir(), "tinyproxy.conf")
 	require.NoError(t, os.WriteFile(file, []byte(conf), 0o600))
 	startProcess(t, addr, bin, "-d", "-c", file)

@@ -143,14 +143,22 @@ func TestParentProxyOrigin401(t *testing.T) {
 		http.Error(w, "members only", http.StatusUnauthorized)
 	}))
 	t.Cleanup(origin.Close)
-	parent := startTinyproxy(t, "crawler", "right-pw")
+	// As Debian packages it: CONNECT to 443 and 563 only, so the proxy's
+	// check gets a 403 (after the credentials were taken); logged, so the
+	// CONNECTs can be counted.
+	logFile := filepath.Join(t.TempDir(), "tinyproxy.log")
+	parent := startTinyproxyWith(t, "crawler", "right-pw", "ConnectPort 443\nConnectPort 563\nLogLevel Info\nLogFile \""+logFile+"\"\n")
 	p := startRouted(t, func(c *config.Config) { c.UpstreamProxy = "http://crawler:right-pw@" + parent })
-	for _, path := range []string{"/a", "/b"} {
+	for _, path := range []string{"/a", "/b", "/c"} {
 		resp, body := fetch(t, p.Client(), origin.URL+path, "")
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
 		require.Contains(t, body, "members only")
 	}
 	require.Zero(t, routeErrors(t, p, "parent", "auth"))
+	connects, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(connects), "CONNECT "+strings.TrimPrefix(origin.URL, "http://")),
+		"one check for three 401s: the parent that took the credentials is believed")
 	p.Stop()
 	var got []string
 	for _, r := range warccheck.Dir(t, p.Dir) {
@@ -159,7 +167,7 @@ func TestParentProxyOrigin401(t *testing.T) {
 			got = append(got, r.Header["WARC-Target-URI"])
 		}
 	}
-	require.ElementsMatch(t, []string{origin.URL + "/a", origin.URL + "/b"}, got)
+	require.ElementsMatch(t, []string{origin.URL + "/a", origin.URL + "/b", origin.URL + "/c"}, got)
 }
 
 // TestOnionRoute: .onion hosts go through --onion-tor-socks-proxy with
