@@ -77,7 +77,7 @@ type fetched struct {
 	// stop ends the watch that closes c when the client goes away; it
 	// reports false if the client went away first (c is closed then).
 	stop          func() bool
-	gone          func() error // the request context's Err: non-nil once the client left
+	ctx           context.Context // the request's: done once the client left (or a forced stop)
 	reusable      bool
 	brokenFraming bool // the chunked body broke off with bad framing
 }
@@ -169,7 +169,7 @@ func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound
 	if v := resp.Header.Values("Content-Type"); len(v) > 0 {
 		ex.ContentType, ex.HasContentType = v[0], true
 	}
-	return fetched{c: c, resp: resp, stop: stop, gone: ctx.Err}, nil
+	return fetched{c: c, resp: resp, stop: stop, ctx: ctx}, nil
 }
 
 // fetchFailed answers a request whose fetch got no response. A client

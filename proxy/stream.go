@@ -133,7 +133,7 @@ func (s *Server) copyBody(w http.ResponseWriter, f *fetched, ex *capture.Exchang
 			return false, true
 		}
 		if err != nil {
-			if f.gone() != nil {
+			if f.ctx.Err() != nil {
 				// The client left (or a forced stop came): the watch closed
 				// the origin connection under this read; not the origin's
 				// failure.
