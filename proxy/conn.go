@@ -27,10 +27,11 @@ func (l servedListener) Accept() (net.Conn, error) {
 // over --max-header-bytes...), so that they reach the log too.
 type servedConn struct {
 	net.Conn
-	s     *Server
-	tun   *tunnel
-	hf    hostFilterReader
-	heard atomic.Bool // the client has sent at least one byte (silent.go)
+	s      *Server
+	tun    *tunnel
+	hf     hostFilterReader
+	heard  atomic.Bool // the client has sent at least one byte (silent.go)
+	listed atomic.Bool // in freshConns (silent.go)
 }
 
 // Read passes the client's bytes through the write-record Host filter

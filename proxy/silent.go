@@ -35,22 +35,28 @@ type freshConns struct {
 
 // track is the http.Servers' ConnState hook. HTTP/2 connections (a bare
 // *tls.Conn) are left out: net/http's HTTP/2 server ends idle ones itself
-// on Shutdown.
+// on Shutdown. It runs at every request of a keep-alive connection: only
+// a connection's first change of state, out of StateNew, takes the lock.
 func (f *freshConns) track(c net.Conn, state http.ConnState) {
 	sc, ok := c.(*servedConn)
 	if !ok {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if state == http.StateNew {
-		if f.conns == nil {
-			f.conns = make(map[*servedConn]struct{})
+	if state != http.StateNew {
+		if sc.listed.CompareAndSwap(true, false) {
+			f.mu.Lock()
+			delete(f.conns, sc)
+			f.mu.Unlock()
 		}
-		f.conns[sc] = struct{}{}
 		return
 	}
-	delete(f.conns, sc)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conns == nil {
+		f.conns = make(map[*servedConn]struct{})
+	}
+	f.conns[sc] = struct{}{}
+	sc.listed.Store(true)
 }
 
 // closeSilent closes the connections that have not sent a byte, and with
@@ -62,6 +68,7 @@ func (f *freshConns) closeSilent(partial bool) {
 		if partial || !c.heard.Load() {
 			silent = append(silent, c)
 			delete(f.conns, c)
+			c.listed.Store(false)
 		}
 	}
 	f.mu.Unlock()
