@@ -52,7 +52,7 @@ func (c *servedConn) Write(p []byte) (int, error) {
 	if len(p) > 12 && len(p) < 512 && string(p[:9]) == "HTTP/1.1 " && (p[9] == '4' || p[9] == '5') &&
 		bytes.Contains(p, []byte(goErrorHeaders)) {
 		line, _, _ := bytes.Cut(p, []byte("\r\n"))
-		c.s.noteClientError(c, string(line[9:]))
+		c.s.noteClientError(c.RemoteAddr().String(), "rejected a malformed client request", "status", string(line[9:]))
 	}
 	return c.Conn.Write(p)
 }
@@ -65,12 +65,12 @@ func (c *servedConn) CloseWrite() error {
 	return nil
 }
 
-// noteClientError counts a request net/http refused and logs it, at most
-// once a second so that a hostile client cannot flood the log.
-func (s *Server) noteClientError(c net.Conn, status string) {
+// noteClientError counts a request net/http refused (msg says how; attrs
+// name the status or reason) and logs it, at most once a second so that a
+// hostile client cannot flood the log.
+func (s *Server) noteClientError(remote, msg string, attrs ...any) {
 	n := s.clientErrors.Add(1)
 	if s.clientErrLog.Allow() {
-		s.logger.Info("rejected a malformed client request", "status", status,
-			"remote", c.RemoteAddr().String(), "client_errors_total", n)
+		s.logger.Info(msg, append(attrs, "remote", remote, "client_errors_total", n)...)
 	}
 }

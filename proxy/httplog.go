@@ -30,11 +30,7 @@ func (w httpLogWriter) Write(p []byte) (int, error) {
 	line := string(bytes.TrimSpace(p))
 	if rest, ok := strings.CutPrefix(line, h2ConnError); ok {
 		remote, reason, _ := strings.Cut(rest, ": ")
-		n := w.s.clientErrors.Add(1)
-		if w.s.clientErrLog.Allow() {
-			w.s.logger.Info("ended an HTTP/2 connection over the client's frames", "reason", reason,
-				"remote", remote, "client_errors_total", n)
-		}
+		w.s.noteClientError(remote, "ended an HTTP/2 connection over the client's frames", "reason", reason)
 		return len(p), nil
 	}
 	w.debug.Debug(line)
