@@ -171,25 +171,33 @@ func (rt *route) socksReply(c net.Conn, hostport string) error {
 	}
 	// The bound address, which nothing here needs, but whose bytes come
 	// before the origin's.
-	var skip int
-	switch b[3] {
-	case 1:
-		skip = 4 + 2
-	case 4:
-		skip = 16 + 2
-	case 3:
-		var n [1]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return rt.handshakeFailed("CONNECT", err)
-		}
-		skip = int(n[0]) + 2
-	default:
+	var first [1]byte
+	if _, err := io.ReadFull(c, first[:]); err != nil {
+		return rt.handshakeFailed("CONNECT", err)
+	}
+	rest, ok := socksAddrRest(b[3], first[0])
+	if !ok {
 		return rt.fail("other", fmt.Errorf("unknown address type %d in the reply to CONNECT", b[3]))
 	}
-	if _, err := io.ReadFull(c, make([]byte, skip)); err != nil {
+	if _, err := io.ReadFull(c, make([]byte, rest)); err != nil {
 		return rt.handshakeFailed("CONNECT", err)
 	}
 	return nil
+}
+
+// socksAddrRest is how many bytes of a SOCKS5 address and its port follow
+// the address's first byte (RFC 1928: of a name, that byte is its length),
+// for address type atyp; false for an unknown type.
+func socksAddrRest(atyp, first byte) (int, bool) {
+	switch atyp {
+	case 1: // IPv4
+		return 3 + 2, true
+	case 4: // IPv6
+		return 15 + 2, true
+	case 3: // a name
+		return int(first) + 2, true
+	}
+	return 0, false
 }
 
 // exchange writes msg and reads the answer into ans.

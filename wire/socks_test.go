@@ -52,15 +52,8 @@ func readSOCKSRequest(r io.Reader) ([]byte, error) {
 	if _, err := io.ReadFull(r, req); err != nil {
 		return nil, err
 	}
-	var rest int // after the first address byte, with the port
-	switch req[3] {
-	case 1:
-		rest = 3 + 2
-	case 4:
-		rest = 15 + 2
-	case 3:
-		rest = int(req[4]) + 2
-	default:
+	rest, ok := socksAddrRest(req[3], req[4])
+	if !ok {
 		return nil, fmt.Errorf("address type %d", req[3])
 	}
 	req = append(req, make([]byte, rest)...)
