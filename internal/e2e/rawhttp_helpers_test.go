@@ -77,6 +77,17 @@ func serveConns(t *testing.T, ln net.Listener, wg *sync.WaitGroup, serve func(ne
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 }
 
+// serveLoopback serves each connection to a new loopback listener with
+// serve until the test ends, and returns the listener's address.
+func serveLoopback(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	serveConns(t, ln, &wg, serve)
+	return ln.Addr().String()
+}
+
 // mitmGet sends raw (a request head) through a CONNECT tunnel to addr,
 // speaking TLS with the given server name and trusting the proxy's CA,
 // after keeping the tunnel silent for delay.

@@ -239,10 +239,7 @@ func socksRequest(br *bufio.Reader, w io.Writer) (host, port string, err error) 
 // never answers the CONNECT at all.
 func replySOCKS(t *testing.T, reply byte) string {
 	t.Helper()
-	ln, err := netListen()
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	serveConns(t, ln, &wg, func(c net.Conn) {
+	return serveLoopback(t, func(c net.Conn) {
 		defer c.Close()
 		br := bufio.NewReader(c)
 		if _, _, err := socksRequest(br, c); err != nil {
@@ -254,7 +251,6 @@ func replySOCKS(t *testing.T, reply byte) string {
 		}
 		_, _ = c.Write([]byte{5, reply, 0, 1, 0, 0, 0, 0, 0, 0})
 	})
-	return ln.Addr().String()
 }
 
 // rawConnect sends a CONNECT for target to the proxy and returns its

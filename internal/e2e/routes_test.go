@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -435,14 +434,10 @@ func sumCounter(t *testing.T, p *proxytest.Proxy, name string, match func(map[st
 // hangs up without answering.
 func hangupListener(t *testing.T) string {
 	t.Helper()
-	ln, err := netListen()
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	serveConns(t, ln, &wg, func(c net.Conn) {
+	return serveLoopback(t, func(c net.Conn) {
 		defer c.Close()
 		_, _ = http.ReadRequest(bufio.NewReader(c))
 	})
-	return ln.Addr().String()
 }
 
 // silentListener accepts connections and never answers.
