@@ -94,8 +94,9 @@ func origin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	address := fs.String("address", "127.0.0.1", "address to listen on")
 	port := fs.Int("port", 8080, "HTTP port (0: any free port)")
 	tlsPort := fs.Int("tls-port", -1, "HTTPS port with a self-signed ECDSA certificate (0: any free port; -1: no HTTPS)")
+	http2 := fs.Bool("http2", false, "offer HTTP/2 (ALPN h2) on the HTTPS port, served by net/http; without it the origin speaks HTTP/1.1 only, as the proxy's upstream leg does")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: warcbench origin [--address A] [--port N] [--tls-port M]
+		fmt.Fprint(fs.Output(), `Usage: warcbench origin [--address A] [--port N] [--tls-port M [--http2]]
 
 Serves, over HTTP (and HTTPS with --tls-port):
   /bytes/N              N bytes with Content-Length (N: 512, 16KB, 4MB, ...)
@@ -126,7 +127,7 @@ Flags:
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "origin")
-	srv, err := bench.ListenOrigin(*address, *port, *tlsPort, logger)
+	srv, err := bench.ListenOrigin(bench.OriginConfig{Address: *address, Port: *port, TLSPort: *tlsPort, HTTP2: *http2}, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1

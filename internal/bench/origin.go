@@ -338,34 +338,47 @@ type OriginServer struct {
 	HTTP, HTTPS net.Listener // HTTPS is nil without a TLS port
 	Cert        tls.Certificate
 	origin      *Origin
+	http2       bool
 	logger      *slog.Logger
 }
 
-// ListenOrigin opens the listeners: address:port for HTTP and, if tlsPort
-// is not negative, address:tlsPort for HTTPS with a fresh self-signed
-// certificate. Port 0 picks a free port.
-func ListenOrigin(address string, port, tlsPort int, logger *slog.Logger) (*OriginServer, error) {
-	s := &OriginServer{origin: NewOrigin(), logger: logger}
+// OriginConfig says where an origin listens and what it speaks.
+type OriginConfig struct {
+	Address string
+	Port    int // HTTP port; 0 picks a free one
+	TLSPort int // HTTPS port; 0 picks a free one, -1 means no HTTPS
+	// HTTP2 offers h2 by ALPN on the HTTPS port (net/http's own HTTP/2
+	// server); without it the origin speaks HTTP/1.1 only, like the
+	// proxy's upstream leg.
+	HTTP2 bool
+}
+
+// ListenOrigin opens the listeners: cfg.Port for HTTP and, if cfg.TLSPort
+// is not negative, cfg.TLSPort for HTTPS with a fresh self-signed
+// certificate.
+func ListenOrigin(cfg OriginConfig, logger *slog.Logger) (*OriginServer, error) {
+	s := &OriginServer{origin: NewOrigin(), http2: cfg.HTTP2, logger: logger}
 	var err error
-	s.HTTP, err = net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(port)))
+	s.HTTP, err = net.Listen("tcp", net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("listening for http: %w", err)
 	}
-	if tlsPort >= 0 {
-		s.Cert, err = SelfSignedCert(address, "localhost", "127.0.0.1", "::1")
+	if cfg.TLSPort >= 0 {
+		s.Cert, err = SelfSignedCert(cfg.Address, "localhost", "127.0.0.1", "::1")
 		if err != nil {
 			_ = s.HTTP.Close()
 			return nil, fmt.Errorf("making the origin certificate: %w", err)
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(tlsPort)))
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.TLSPort)))
 		if err != nil {
 			_ = s.HTTP.Close()
 			return nil, fmt.Errorf("listening for https: %w", err)
 		}
-		s.HTTPS = tls.NewListener(ln, &tls.Config{
-			Certificates: []tls.Certificate{s.Cert},
-			NextProtos:   []string{"http/1.1"},
-		})
+		protos := []string{"http/1.1"}
+		if cfg.HTTP2 {
+			protos = []string{"h2", "http/1.1"}
+		}
+		s.HTTPS = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{s.Cert}, NextProtos: protos})
 	}
 	return s, nil
 }
@@ -392,8 +405,9 @@ func (s *OriginServer) Serve(ctx context.Context) error {
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
-			// HTTP/1.1 only, like the proxy it is measured against.
-			TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		}
+		if !s.http2 {
+			srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 		}
 		g.Go(func() error {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -153,7 +153,7 @@ func TestOriginBodies(t *testing.T) {
 }
 
 func TestListenOriginTLS(t *testing.T) {
-	srv, err := ListenOrigin("127.0.0.1", 0, 0, discardLogger())
+	srv, err := ListenOrigin(OriginConfig{Address: "127.0.0.1"}, discardLogger())
 	require.NoError(t, err)
 	ctx, cancel := contextWithCancel(t)
 	done := make(chan error, 1)
@@ -175,4 +175,31 @@ func TestListenOriginTLS(t *testing.T) {
 	client.CloseIdleConnections()
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// An origin speaks HTTP/2 to a client that offers it only when asked to
+// (warcbench origin --http2): by default it stays HTTP/1.1, as the proxy's
+// upstream leg does.
+func TestListenOriginHTTP2(t *testing.T) {
+	for _, offer := range []bool{false, true} {
+		srv, err := ListenOrigin(OriginConfig{Address: "127.0.0.1", TLSPort: 0, HTTP2: offer}, discardLogger())
+		require.NoError(t, err)
+		ctx, cancel := contextWithCancel(t)
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx) }()
+		pool := x509.NewCertPool()
+		pool.AddCert(srv.Cert.Leaf)
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+		resp, err := client.Get(srv.URLs()[1] + "/bytes/16KB")
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Len(t, b, 16<<10)
+		want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[offer]
+		require.Equal(t, want, resp.Proto, "origin with HTTP2=%v", offer)
+		client.CloseIdleConnections()
+		cancel()
+		require.NoError(t, <-done)
+	}
 }

@@ -110,7 +110,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	if err := os.MkdirAll(warcDir, 0o755); err != nil {
 		return nil, fmt.Errorf("making %s: %w", warcDir, err)
 	}
-	srv, err := ListenOrigin("127.0.0.1", 0, 0, logger.With("component", "origin"))
+	srv, err := ListenOrigin(OriginConfig{Address: "127.0.0.1"}, logger.With("component", "origin"))
 	if err != nil {
 		return nil, fmt.Errorf("starting the origin: %w", err)
 	}

@@ -250,7 +250,7 @@ func startSweepOrigin(cfg *SweepConfig, logger *slog.Logger) (srv *OriginServer,
 			tlsPort = 0
 		}
 	}
-	srv, err = ListenOrigin("127.0.0.1", 0, tlsPort, logger.With("component", "origin"))
+	srv, err = ListenOrigin(OriginConfig{Address: "127.0.0.1", TLSPort: tlsPort}, logger.With("component", "origin"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the origin: %w", err)
 	}
