@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/wacz"
 )
 
@@ -81,7 +82,7 @@ func parseWACZFlags(args []string) (wacz.Options, []string, error) {
 	var paths []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
-			return opts, nil, err
+			return opts, nil, config.FlagAsTyped(err, args)
 		}
 		rest := fs.Args()
 		// Parse stops at the first argument that is not a flag, or just

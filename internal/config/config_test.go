@@ -312,8 +312,9 @@ func TestParseErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
-// TestUndefinedFlagAsTyped: an unknown flag is echoed as the user typed
-// it, one dash or two, and never with its value (which may be a secret).
+// TestUndefinedFlagAsTyped: an unknown or misused flag is echoed as the
+// user typed it, one dash or two, and an unknown one never with its value
+// (which may be a secret).
 func TestUndefinedFlagAsTyped(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -324,6 +325,10 @@ func TestUndefinedFlagAsTyped(t *testing.T) {
 		{[]string{"--no-such-flag=s3cret"}, "flag provided but not defined: --no-such-flag"},
 		{[]string{"-p", "8000", "--rethinkdb-dedup-url", "s3cret"}, "flag provided but not defined: --rethinkdb-dedup-url (a warcprox option"},
 		{[]string{"-rethinkdb-dedup-url=s3cret"}, "flag provided but not defined: -rethinkdb-dedup-url (a warcprox option"},
+		{[]string{"--dir", "d", "--port"}, "flag needs an argument: --port"},
+		{[]string{"--port=80x"}, `invalid value "80x" for flag --port: `},
+		{[]string{"-port=80x"}, `invalid value "80x" for flag -port: `},
+		{[]string{"--gzip=maybe"}, `invalid boolean value "maybe" for --gzip: `},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			_, err := Parse(tt.args, nil)

@@ -368,37 +368,37 @@ func warcproxOnlyMsg(hint string) string {
 	return "a warcprox option that warcproxy does not have: " + hint + "; see docs/configuration.md"
 }
 
-// explainUndefined rewrites the flag package's "flag provided but not
-// defined: -name" to show the flag as the user typed it (--name, the
-// flag package shows one dash whatever was typed; never a value), and adds
-// that it is a warcprox flag warcproxy lacks, and what to use instead,
-// when it is.
+// explainUndefined names the flag of a flag package error as the user
+// typed it (FlagAsTyped) and, when it is an unknown flag that warcprox
+// has, adds what to use instead.
 func explainUndefined(err error, args []string) error {
-	const undefined = "flag provided but not defined: -"
-	name, ok := strings.CutPrefix(err.Error(), undefined)
-	if !ok {
-		return err
+	name, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	err = FlagAsTyped(err, args)
+	if hint, ok := warcproxHint(name); undefined && ok {
+		return errors.New(err.Error() + " (" + warcproxOnlyMsg(hint) + ")")
 	}
-	msg := "flag provided but not defined: " + typedFlag(name, args)
-	if hint, ok := warcproxHint(name); ok {
-		msg += " (" + warcproxOnlyMsg(hint) + ")"
-	}
-	return errors.New(msg)
+	return err
 }
 
-// typedFlag is flag name as it appears in args: "--name" or "-name".
-func typedFlag(name string, args []string) string {
+// FlagAsTyped rewrites an error of the flag package, which names a flag
+// with one dash whatever was typed ("flag needs an argument: -port"), to
+// name it as it appears in args ("--port"; never with a value given as
+// --name=value). Other errors are returned as they are.
+func FlagAsTyped(err error, args []string) error {
+	msg := err.Error()
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
-		a, _, _ = strings.Cut(a, "=")
-		if a == "--"+name {
-			return a
+		typed, _, _ := strings.Cut(a, "=")
+		if len(typed) < 3 || !strings.HasPrefix(typed, "--") {
+			continue
 		}
-		if a == "-"+name {
-			break
+		named := " " + typed[1:] // as the flag package names it
+		i := strings.LastIndex(msg, named)
+		if j := i + len(named); i >= 0 && (j == len(msg) || msg[j] == ':') {
+			return errors.New(msg[:i+1] + typed + msg[j:])
 		}
 	}
-	return "-" + name
+	return err
 }
