@@ -70,7 +70,8 @@ func classifyUpstreamError(err error) (status int, phrase, kind string) {
 		return http.StatusBadGateway, "TLS handshake failed", "tls"
 	case errors.As(err, &ne) && ne.Timeout():
 		return http.StatusGatewayTimeout, "upstream timeout", capture.FailTimeout
-	case errors.Is(err, wire.ErrResponseHeadTooLarge), errors.Is(err, wire.ErrNotHTTP), errors.Is(err, wire.ErrTooManyInterim):
+	case errors.Is(err, wire.ErrResponseHeadTooLarge), errors.Is(err, wire.ErrNotHTTP), errors.Is(err, wire.ErrTooManyInterim),
+		errors.Is(err, wire.ErrUnaskedUpgrade):
 		return http.StatusBadGateway, "bad upstream response", "bad_response"
 	case errors.Is(err, syscall.ECONNREFUSED), strings.Contains(err.Error(), "connection refused"):
 		return http.StatusBadGateway, "connection refused", capture.FailRefused

@@ -134,7 +134,7 @@ func (s *Server) outbound(w http.ResponseWriter, r *http.Request, t *target, upg
 	if host == "" {
 		host = t.authority()
 	}
-	out := &wire.Outbound{Method: r.Method, Head: wire.RequestHead(buf, r, host, t.requestURI, upgrade, hasBody), Length: r.ContentLength}
+	out := &wire.Outbound{Method: r.Method, Head: wire.RequestHead(buf, r, host, t.requestURI, upgrade, hasBody), Length: r.ContentLength, Upgrade: upgrade}
 	if hasBody {
 		out.Body = s.clientBody(w, r)
 		out.Expect = strings.EqualFold(r.Header.Get("Expect"), "100-continue")

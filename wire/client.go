@@ -32,6 +32,7 @@ const (
 var (
 	ErrResponseHeadTooLarge = errors.New("response headers larger than 1 MiB")
 	ErrNotHTTP              = errors.New("upstream did not answer with HTTP/1.x")
+	ErrUnaskedUpgrade       = errors.New("upstream switched protocols (101) for a request that did not ask to")
 	ErrTooManyInterim       = errors.New("upstream sent more than 16 interim (1xx) responses")
 )
 

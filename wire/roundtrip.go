@@ -21,8 +21,11 @@ type Outbound struct {
 	Body   io.Reader // nil when the request has no body
 	Length int64     // -1: send chunked
 	Expect bool      // wait for 100 Continue before sending the body
-	ReqRec io.Writer // receives the request bytes as written (may be nil)
-	ResRec io.Writer // receives the response bytes as read (may be nil)
+	// Upgrade: the request asks to switch protocols (a WebSocket
+	// handshake); only then may the answer be 101 Switching Protocols.
+	Upgrade bool
+	ReqRec  io.Writer // receives the request bytes as written (may be nil)
+	ResRec  io.Writer // receives the response bytes as read (may be nil)
 	// Ctx, the request's context, bounds what RoundTrip does beside c
 	// (asking a parent proxy whether a 401 is its own); nil: none.
 	Ctx context.Context
@@ -33,6 +36,12 @@ type Outbound struct {
 // bytes read since the sink was attached, where the final status line starts.
 func (u *Client) RoundTrip(c *Conn, out *Outbound) (*http.Response, int64, error) {
 	resp, start, err := u.roundTrip(c, out)
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !out.Upgrade {
+		// RFC 9110 15.2.2: a server must not switch to a protocol the
+		// client did not ask for. Passed on, the client's connection
+		// would become a tunnel whose later exchanges nobody records.
+		return nil, 0, ErrUnaskedUpgrade
+	}
 	if err != nil && c.fwdRoute != nil {
 		err = c.fwdRoute.through(err)
 	}

@@ -251,6 +251,9 @@ func TestBrokenUpstreams(t *testing.T) {
 		"/two-lengths": func(c *net.TCPConn) {
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
 		},
+		"/unasked-101": func(c *net.TCPConn) {
+			_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nhello")
+		},
 		"/huge-head": func(c *net.TCPConn) {
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 			for range 3000 {
@@ -280,6 +283,7 @@ func TestBrokenUpstreams(t *testing.T) {
 		{"/bad-status", 502, "bad upstream response"},
 		{"/not-http", 502, "bad upstream response"},
 		{"/two-lengths", 502, "bad upstream response"},
+		{"/unasked-101", 502, "switched protocols (101) for a request that did not ask to"},
 		{"/huge-head", 502, "bad upstream response"},
 	} {
 		resp, body := fetch(t, c, origin+tt.path, "")
