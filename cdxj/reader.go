@@ -342,6 +342,7 @@ func nextRecord(ws *warcscan.Scanner, block *bufio.Reader, visit func(*record, *
 	if err != nil {
 		return nil, fmt.Errorf("record at offset %d: %w", wr.Offset, err)
 	}
+	r.offset = wr.Offset
 	if visit != nil && r.warcType == "response" && r.http != nil {
 		if err := visit(r, block); err != nil {
 			return nil, err
@@ -350,7 +351,7 @@ func nextRecord(ws *warcscan.Scanner, block *bufio.Reader, visit func(*record, *
 	if err := ws.Finish(); err != nil {
 		return nil, err
 	}
-	r.offset, r.length = wr.Offset, wr.Length
+	r.length = wr.Length
 	if ws.Codec() == warcscan.None {
 		// warcio.js ends a record of a .warc file with its block, or with
 		// what an HTTP head ran on into after it.

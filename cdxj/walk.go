@@ -15,9 +15,10 @@ type Visitor struct {
 	// keep. An error stops the walk and is returned by Walk.
 	Line func(line []byte) error
 	// Response, if not nil, gets each response record that has an HTTP
-	// head, before the record's index line. Response.Body is valid only
-	// during the call, and need not be read. An error stops the walk and is
-	// returned by Walk.
+	// head, before the record's index line (the line with its Offset,
+	// which names the method of the request it answered when that was not
+	// GET). Response.Body is valid only during the call, and need not be
+	// read. An error stops the walk and is returned by Walk.
 	Response func(*Response) error
 }
 
@@ -25,7 +26,10 @@ type Visitor struct {
 type Response struct {
 	RecordID  string // WARC-Record-ID, with its <>
 	TargetURI string // WARC-Target-URI
-	Date      string // WARC-Date, as written
+	// Offset is where the record starts in the file (its gzip member in a
+	// .warc.gz), as its index line's "offset" has it.
+	Offset int64
+	Date   string // WARC-Date, as written
 	// Status is the status code as the index line's "status" has it
 	// ("200"), or "" when the status line has none.
 	Status string
@@ -63,6 +67,7 @@ func Walk(r io.Reader, filename string, v Visitor) error {
 			return v.Response(&Response{
 				RecordID:  rec.recordID,
 				TargetURI: rec.targetURI,
+				Offset:    rec.offset,
 				Date:      rec.date,
 				Status:    rec.http.status(),
 				Body:      body,

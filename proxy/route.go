@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 type tunnelKey struct{}
@@ -119,6 +121,12 @@ func absoluteTarget(w http.ResponseWriter, r *http.Request) (target, bool) {
 		return target{}, false
 	case r.URL.Host == "":
 		textError(w, http.StatusBadRequest, "warcproxy: request URL has no host")
+		return target{}, false
+	case !httpguts.ValidHostHeader(r.URL.Host):
+		// What net/http refuses in a Host header, such as a name in UTF-8
+		// rather than its IDNA (xn--) form, is refused here too: it would
+		// be sent upstream as the Host and be the record's WARC-Target-URI.
+		textError(w, http.StatusBadRequest, "warcproxy: request URL has an invalid host "+strconv.Quote(r.URL.Host))
 		return target{}, false
 	}
 	if p := r.URL.Port(); p != "" && !validPort(p) {

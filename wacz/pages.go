@@ -2,6 +2,7 @@ package wacz
 
 import (
 	"bufio"
+	"bytes"
 	"compress/flate"
 	"compress/zlib"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httputil"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +62,17 @@ type pageFinder struct {
 	n  int64
 	gz gzip.Reader   // reused for each gzip-encoded body
 	br *bufio.Reader // reused for each body
+
+	// pending holds the pages of the responses visited whose index lines,
+	// which tell whether a GET fetched them, have not come yet, in file
+	// order: one, or two when a response is not followed by a request.
+	pending []pendingPage
+}
+
+// pendingPage is a page waiting for the index line of its record.
+type pendingPage struct {
+	page
+	offset int64
 }
 
 func newPageFinder(w io.Writer) *pageFinder {
@@ -70,7 +83,8 @@ func newPageFinder(w io.Writer) *pageFinder {
 
 // visit is a cdxj.Visitor's Response: a 200 response whose Content-Type
 // is text/html or application/xhtml+xml is a page (not a revisit, whose
-// original is a page already, nor a redirect, whose target is).
+// original is a page already, nor a redirect, whose target is), if it
+// answered a GET: see line.
 func (pf *pageFinder) visit(r *cdxj.Response) error {
 	if r.Status != "200" || !isHTML(r.Header("Content-Type")) {
 		return nil
@@ -80,18 +94,67 @@ func (pf *pageFinder) visit(r *cdxj.Response) error {
 		return nil // no ts to list it under; replay still finds it by URL
 	}
 	id := sha256.Sum256([]byte(r.RecordID))
-	p := page{
+	pf.pending = append(pf.pending, pendingPage{page{
 		ID:    hex.EncodeToString(id[:16]),
 		URL:   r.TargetURI,
 		TS:    date.UTC().Format(time.RFC3339Nano),
 		Title: pf.title(r),
-	}
-	if err := pf.w.Encode(p); err != nil {
-		return fmt.Errorf("writing pages: %w", err)
-	}
-	pf.n++
+	}, r.Offset})
 	return nil
 }
+
+// line wraps a cdxj.Visitor's Line: the index line of a response held by
+// visit names the method of the request it answered, if not GET (or
+// none), and only a GET's answer is a page. A HEAD's has no body, and
+// POST's or PUT's is not what opening the URL shows: replay tools look a
+// page up as a GET (their index keys other methods apart, with
+// "__wb_method="), so such a page would not be found.
+func (pf *pageFinder) line(next func([]byte) error) func([]byte) error {
+	return func(l []byte) error {
+		if len(pf.pending) > 0 {
+			if err := pf.settle(l); err != nil {
+				return err
+			}
+		}
+		return next(l)
+	}
+}
+
+// settle writes the pending pages up to l's record: lines come in the
+// order of the records, so those before it had theirs, and the one at its
+// offset is a page if l names no method.
+func (pf *pageFinder) settle(l []byte) error {
+	_, rest, _ := bytes.Cut(l, []byte(" "))
+	_, js, _ := bytes.Cut(rest, []byte(" "))
+	var f struct {
+		Offset string `json:"offset"`
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(js, &f); err != nil {
+		return fmt.Errorf("reading an index line: %w", err)
+	}
+	offset, err := strconv.ParseInt(f.Offset, 10, 64)
+	if err != nil {
+		return fmt.Errorf("reading an index line: offset %q", f.Offset)
+	}
+	for len(pf.pending) > 0 && pf.pending[0].offset <= offset {
+		p := pf.pending[0]
+		pf.pending = pf.pending[1:]
+		if p.offset == offset && f.Method != "" {
+			continue
+		}
+		if err := pf.w.Encode(p.page); err != nil {
+			return fmt.Errorf("writing pages: %w", err)
+		}
+		pf.n++
+	}
+	return nil
+}
+
+// startFile forgets pages still held from the file before (offsets start
+// over in each file); Walk ends a file with its last index line, so none
+// is held.
+func (pf *pageFinder) startFile() { pf.pending = pf.pending[:0] }
 
 func isHTML(contentType string) bool {
 	mt, _, _ := strings.Cut(contentType, ";")

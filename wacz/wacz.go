@@ -143,9 +143,11 @@ func (p *packer) pack(ctx context.Context, out *os.File, inputs []input) (Summar
 	visitor := cdxj.Visitor{Line: lines.add}
 	if p.opts.Pages == PagesFromHTML {
 		visitor.Response = pages.visit
+		visitor.Line = pages.line(lines.add)
 	}
 
 	for _, in := range inputs {
+		pages.startFile()
 		if err := z.addWARC(ctx, in, visitor); err != nil {
 			return Summary{}, err
 		}

@@ -143,15 +143,19 @@ func site(t *testing.T) *httptest.Server {
 	})
 	mux.Handle("/untitled.html", html("<html><body><svg><title>an icon</title></svg>no title</body></html>"))
 	mux.Handle("/same.html", html("<title>Same</title>"+strings.Repeat("same body ", 100)))
+	// HTML pages fetched with other methods than GET (see sitePaths).
+	mux.Handle("/head.html", html("<title>Head only</title>"))
+	mux.Handle("/search.html", html("<title>Results</title>"))
 	origin := httptest.NewServer(mux)
 	t.Cleanup(origin.Close)
 	return origin
 }
 
-// sitePaths are fetched in this order; /same.html twice (the second time a
-// revisit).
+// sitePaths are fetched in this order, with GET unless a method comes
+// first; /same.html twice (the second time a revisit).
 var sitePaths = []string{"/", "/img.png", "/redirect", "/missing.html", "/gzip.html", "/zlib.html",
-	"/rawdeflate.html", "/chunked.html", "/latin1.html", "/brotli.html", "/untitled.html", "/same.html", "/same.html"}
+	"/rawdeflate.html", "/chunked.html", "/latin1.html", "/brotli.html", "/untitled.html", "/same.html", "/same.html",
+	"HEAD /head.html", "POST /search.html"}
 
 // recordSite fetches sitePaths through a real proxy and returns the WARC
 // files it wrote, checked by gowarc and warcio.js, and their records.
@@ -159,8 +163,19 @@ func recordSite(t *testing.T, origin string, gzipWARC bool) ([]string, []warcche
 	p := proxytest.Start(t, func(c *config.Config) { c.Compression = codecOf(gzipWARC).Name() })
 	client := p.Client()
 	for _, path := range sitePaths {
-		req, err := http.NewRequest(http.MethodGet, origin+path, nil)
+		method, path, ok := strings.Cut(path, " ")
+		if !ok {
+			method, path = http.MethodGet, method
+		}
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader("q=archive")
+		}
+		req, err := http.NewRequest(method, origin+path, body)
 		require.NoError(t, err)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
 		req.Header.Set("Accept-Encoding", "gzip, br")
 		resp, err := client.Do(req)
 		require.NoError(t, err, path)
@@ -481,6 +496,8 @@ func TestPack(t *testing.T) {
 			"/brotli.html":     twice("(none)"),
 			"/untitled.html":   twice("(none)"),
 			"/same.html":       twice("Same"), // and not its revisit
+			// and not /head.html or /search.html: replay tools look a page
+			// up by GET, and their index keys a HEAD or POST apart
 		}, titles)
 		require.EqualValues(t, 18, sum.Pages)
 	})
@@ -498,6 +515,37 @@ func TestPackPagesNone(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "pages", "pages.jsonl"))
 	require.NoError(t, err)
 	require.Equal(t, `{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}`+"\n", string(data))
+}
+
+// TestPackPagesWithoutRequests: WARCs from other tools may hold response
+// records without their request records; each HTML 200 among them is a
+// page (nothing says it was not fetched with a GET), also when responses
+// follow each other.
+func TestPackPagesWithoutRequests(t *testing.T) {
+	var warc strings.Builder
+	for i, title := range []string{"One", "Two", "Three"} {
+		body := "<title>" + title + "</title>"
+		block := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		fmt.Fprintf(&warc, "WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-00000000000%d>\r\n"+
+			"WARC-Date: 2025-01-02T03:04:0%dZ\r\nWARC-Target-URI: http://example.com/%d\r\n"+
+			"Content-Type: application/http; msgtype=response\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n", i, i, i, len(block), block)
+	}
+	in := filepath.Join(t.TempDir(), "responses.warc")
+	require.NoError(t, os.WriteFile(in, []byte(warc.String()), 0o644))
+	out := filepath.Join(t.TempDir(), "responses.wacz")
+	sum, err := wacz.Pack(context.Background(), []string{in}, wacz.Options{Output: out})
+	require.NoError(t, err)
+	dir, _ := checkPackage(t, out, []string{in})
+	data, err := os.ReadFile(filepath.Join(dir, "pages", "pages.jsonl"))
+	require.NoError(t, err)
+	var titles []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		var p map[string]string
+		require.NoError(t, json.Unmarshal([]byte(l), &p), l)
+		titles = append(titles, p["title"])
+	}
+	require.Equal(t, []string{"One", "Two", "Three"}, titles)
+	require.EqualValues(t, 3, sum.Pages)
 }
 
 // TestPackDamagedInput: an input whose last record is cut short (a cut

@@ -23,8 +23,9 @@ Flags:
   -o, --output FILE.wacz   The package to write (required).
       --title TEXT         Title in datapackage.json (default: FILE).
       --pages-from html|none
-                           html lists every HTML response with status 200 as
-                           a page, with its <title>; none writes no pages.
+                           html lists every HTML response with status 200 to
+                           a GET as a page, with its <title>; none writes no
+                           pages.
                            (default "html")
       --compressed-index   Write indexes/index.cdx.gz and index.idx (blocks of
                            3000 lines, each its own gzip member) instead of

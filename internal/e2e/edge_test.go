@@ -162,6 +162,9 @@ func TestMalformedRequests(t *testing.T) {
 		"GET http://127.0.0.1/ HTTP/1.1\r\nBad Header Line\r\n\r\n",
 		"GET ftp://example.org/ HTTP/1.1\r\nHost: example.org\r\n\r\n",
 		"GET http:/// HTTP/1.1\r\nHost: \r\n\r\n",
+		// An IDN host in UTF-8 rather than in its xn-- form, as net/http
+		// refuses it in the Host header.
+		"GET http://b\xc3\xbccher.example/ HTTP/1.1\r\nHost: xn--bcher-kva.example\r\n\r\n",
 	} {
 		c, err := net.Dial("tcp", p.URL.Host)
 		require.NoError(t, err)
