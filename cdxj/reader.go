@@ -33,6 +33,7 @@ type record struct {
 	recordID    string
 	targetURI   string
 	hasTarget   bool
+	refersToURI string // WARC-Refers-To-Target-URI of a revisit
 	date        string
 	payloadDig  string
 	hasPayload  bool
@@ -343,7 +344,7 @@ func nextRecord(ws *warcscan.Scanner, block *bufio.Reader, visit func(*record, *
 		return nil, fmt.Errorf("record at offset %d: %w", wr.Offset, err)
 	}
 	r.offset = wr.Offset
-	if visit != nil && r.warcType == "response" && r.http != nil {
+	if visit != nil && (r.warcType == "response" || r.warcType == "revisit") && r.http != nil {
 		if err := visit(r, block); err != nil {
 			return nil, err
 		}
@@ -377,6 +378,7 @@ func parseRecord(wr *warcscan.Record, block *bufio.Reader) (*record, int, error)
 	r.warcType, r.hasType = fields.get("WARC-Type")
 	r.recordID, _ = fields.get("WARC-Record-ID")
 	r.targetURI, r.hasTarget = fields.get("WARC-Target-URI")
+	r.refersToURI, _ = fields.get("WARC-Refers-To-Target-URI")
 	r.date, _ = fields.get("WARC-Date")
 	r.payloadDig, r.hasPayload = fields.get("WARC-Payload-Digest")
 	r.contentType, r.hasCType = fields.get("Content-Type")

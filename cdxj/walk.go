@@ -14,8 +14,8 @@ type Visitor struct {
 	// it comes once the request is read). The slice is the callee's to
 	// keep. An error stops the walk and is returned by Walk.
 	Line func(line []byte) error
-	// Response, if not nil, gets each response record that has an HTTP
-	// head, before the record's index line (the line with its Offset,
+	// Response, if not nil, gets each response or revisit record that has
+	// an HTTP head, before the record's index line (the line with its Offset,
 	// which names the method of the request it answered when that was not
 	// GET). Response.Body is valid only during the call, and need not be
 	// read. An error stops the walk and is returned by Walk.
@@ -35,8 +35,13 @@ type Response struct {
 	Status string
 	// Body reads the HTTP body as recorded, up to the end of the block:
 	// still in its Transfer-Encoding and Content-Encoding.
-	Body   io.Reader
-	header headers
+	Body io.Reader
+	// Revisit: a revisit record, whose HTTP head stands for the response
+	// of RefersToURI (WARC-Refers-To-Target-URI, "" when not given); its
+	// Body is what the block holds after the head, usually nothing.
+	Revisit     bool
+	RefersToURI string
+	header      headers
 }
 
 // Header returns the value of the HTTP header field name (in any case),
@@ -65,13 +70,15 @@ func Walk(r io.Reader, filename string, v Visitor) error {
 	if v.Response != nil {
 		visit = func(rec *record, body *bufio.Reader) error {
 			return v.Response(&Response{
-				RecordID:  rec.recordID,
-				TargetURI: rec.targetURI,
-				Offset:    rec.offset,
-				Date:      rec.date,
-				Status:    rec.http.status(),
-				Body:      body,
-				header:    rec.http.fields,
+				RecordID:    rec.recordID,
+				TargetURI:   rec.targetURI,
+				Offset:      rec.offset,
+				Date:        rec.date,
+				Status:      rec.http.status(),
+				Body:        body,
+				Revisit:     rec.warcType == "revisit",
+				RefersToURI: rec.refersToURI,
+				header:      rec.http.fields,
 			})
 		}
 	}

@@ -82,11 +82,17 @@ func newPageFinder(w io.Writer) *pageFinder {
 }
 
 // visit is a cdxj.Visitor's Response: a 200 response whose Content-Type
-// is text/html or application/xhtml+xml is a page (not a revisit, whose
-// original is a page already, nor a redirect, whose target is), if it
-// answered a GET: see line.
+// is text/html or application/xhtml+xml is a page (not a redirect, whose
+// target is), if it answered a GET: see line. So is a revisit of such a
+// response at another URL (the same page at https:// and http://, or at
+// / and /index.html), which replay tools resolve through its original;
+// not one at the same URL, which is listed already. A revisit has no
+// body to take a title from.
 func (pf *pageFinder) visit(r *cdxj.Response) error {
 	if r.Status != "200" || !isHTML(r.Header("Content-Type")) {
+		return nil
+	}
+	if r.Revisit && (r.RefersToURI == "" || r.RefersToURI == r.TargetURI) {
 		return nil
 	}
 	date, err := time.Parse(time.RFC3339Nano, r.Date)

@@ -143,6 +143,7 @@ func site(t *testing.T) *httptest.Server {
 	})
 	mux.Handle("/untitled.html", html("<html><body><svg><title>an icon</title></svg>no title</body></html>"))
 	mux.Handle("/same.html", html("<title>Same</title>"+strings.Repeat("same body ", 100)))
+	mux.Handle("/copy.html", html("<title>Same</title>"+strings.Repeat("same body ", 100)))
 	// HTML pages fetched with other methods than GET (see sitePaths).
 	mux.Handle("/head.html", html("<title>Head only</title>"))
 	mux.Handle("/search.html", html("<title>Results</title>"))
@@ -152,9 +153,10 @@ func site(t *testing.T) *httptest.Server {
 }
 
 // sitePaths are fetched in this order, with GET unless a method comes
-// first; /same.html twice (the second time a revisit).
+// first; /same.html twice (the second time a revisit), then /copy.html,
+// the same bytes at another URL (a revisit of /same.html).
 var sitePaths = []string{"/", "/img.png", "/redirect", "/missing.html", "/gzip.html", "/zlib.html",
-	"/rawdeflate.html", "/chunked.html", "/latin1.html", "/brotli.html", "/untitled.html", "/same.html", "/same.html",
+	"/rawdeflate.html", "/chunked.html", "/latin1.html", "/brotli.html", "/untitled.html", "/same.html", "/same.html", "/copy.html",
 	"HEAD /head.html", "POST /search.html"}
 
 // recordSite fetches sitePaths through a real proxy and returns the WARC
@@ -458,9 +460,9 @@ func TestPack(t *testing.T) {
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &header))
 		require.Equal(t, map[string]any{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}, header)
 
-		dates := map[string]time.Time{} // of each response record, by "URL DATE"
+		dates := map[string]time.Time{} // of each response or revisit record, by "URL DATE"
 		for _, r := range append(gzRecs, plainRecs...) {
-			if r.Type == "response" {
+			if r.Type == "response" || r.Type == "revisit" {
 				dates[r.TargetURI+" "+r.Date.Format(time.RFC3339Nano)] = r.Date
 			}
 		}
@@ -472,7 +474,7 @@ func TestPack(t *testing.T) {
 			ts, err := time.Parse(time.RFC3339, p["ts"])
 			require.NoError(t, err, p["ts"])
 			_, ok := dates[p["url"]+" "+ts.Format(time.RFC3339Nano)]
-			require.True(t, ok, "page %s at %s: no response record at that time", p["url"], p["ts"])
+			require.True(t, ok, "page %s at %s: no response or revisit record at that time", p["url"], p["ts"])
 			require.NotEmpty(t, p["id"])
 			require.False(t, ids[p["id"]], "id %s twice", p["id"])
 			ids[p["id"]] = true
@@ -496,10 +498,12 @@ func TestPack(t *testing.T) {
 			"/brotli.html":     twice("(none)"),
 			"/untitled.html":   twice("(none)"),
 			"/same.html":       twice("Same"), // and not its revisit
+			// a revisit at another URL is a page, with no body for a title
+			"/copy.html": twice("(none)"),
 			// and not /head.html or /search.html: replay tools look a page
 			// up by GET, and their index keys a HEAD or POST apart
 		}, titles)
-		require.EqualValues(t, 18, sum.Pages)
+		require.EqualValues(t, 20, sum.Pages)
 	})
 }
 

@@ -24,7 +24,8 @@ Flags:
       --title TEXT         Title in datapackage.json (default: FILE).
       --pages-from html|none
                            html lists every HTML response with status 200 to
-                           a GET as a page, with its <title>; none writes no
+                           a GET as a page, with its <title> (and a revisit of
+                           one at another URL, untitled); none writes no
                            pages.
                            (default "html")
       --compressed-index   Write indexes/index.cdx.gz and index.idx (blocks of
