@@ -154,6 +154,21 @@ func TestRedisDown(t *testing.T) {
 	require.Error(t, s.Save(context.Background(), []dedup.Item{{Key: dedup.Key{Digest: "sha1:AAAA"}}}))
 }
 
+// TestRedisRefusesConnection: a server that is up but refuses the
+// connection's setup (a database number it does not have, as with a wrong
+// password) fails Lookup with its reason, rather than answering "not found"
+// and counting a miss where the operator should see lookup errors.
+func TestRedisRefusesConnection(t *testing.T) {
+	spec, err := store.Parse("redis://" + redistest.Addr(t) + "/99")
+	require.NoError(t, err)
+	s, err := dedup.Open(spec, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Lookup(context.Background(), []dedup.Key{{Digest: "sha1:AAAA"}, {Digest: "sha1:BBBB"}})
+	require.ErrorContains(t, err, "DB index is out of range")
+	require.ErrorContains(t, s.Save(context.Background(), []dedup.Item{{Key: dedup.Key{Digest: "sha1:AAAA"}}}), "DB index is out of range")
+}
+
 func TestOpen(t *testing.T) {
 	s, err := dedup.Open(store.Spec{Kind: store.None}, nil)
 	require.NoError(t, err)

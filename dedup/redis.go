@@ -55,8 +55,12 @@ func (s *redisStore) Lookup(ctx context.Context, keys []Key) ([]*Entry, error) {
 		cmds[i] = pipe.Get(ctx, s.key(k))
 	}
 	// Exec reports the first failed command, which may just be a missing
-	// key (redis.Nil): look at each command instead.
-	_, _ = pipe.Exec(ctx)
+	// key (redis.Nil): look at each command too. A connection that could
+	// not be set up (a wrong password, a database number the server does
+	// not have) fails Exec and leaves every command without an error.
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("reading from redis: %w", err)
+	}
 	for i, cmd := range cmds {
 		v, err := cmd.Bytes()
 		switch {

@@ -113,7 +113,9 @@ func (w *worker) next() (*Capture, bool) {
 				continue
 			}
 			w.retrying = false
-			if e := w.p.stats.lastErr.Load(); e != nil {
+			// After a forced Close the retried captures were dropped,
+			// not written: the disk has not come back.
+			if e := w.p.stats.lastErr.Load(); e != nil && !w.p.aborted() {
 				w.log.Info("writing warc files again after errors", "failing_for", time.Since(e.since).Round(time.Millisecond).String(), "last_err", e.err)
 			}
 		}

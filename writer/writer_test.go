@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -625,22 +626,27 @@ func TestForcedClose(t *testing.T) {
 }
 
 // TestForcedCloseWhileFailing: a worker retrying a failing disk gives up
-// the capture in hand at a forced Close.
+// the capture in hand at a forced Close, and the log does not claim that
+// it writes again.
 func TestForcedCloseWhileFailing(t *testing.T) {
 	fsys := newFaultFS()
 	fsys.set("open", fault{fail: 1 << 30, err: syscall.ENOSPC})
-	o := Options{FS: fsys, Workers: 2, QueueSize: 10}
+	o := Options{Dir: t.TempDir(), FS: fsys, Workers: 2, QueueSize: 10, Hostname: "crawler1.example.org"}
 	o.backoffMin = 5 * time.Millisecond
-	p, dir := newPool(t, o)
+	logs := &logBuffer{t: t}
+	p, err := New(o, slog.New(slog.NewTextHandler(logs, nil)))
+	require.NoError(t, err)
+	dir := o.Dir
 	tr := newTracker()
 	for i := range 10 {
 		enqueueAll(t, p, makeCapture(t, captureSpec{uri: fmt.Sprintf("http://example.org/%d", i), bodySize: 10}, tr))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := p.Close(ctx)
+	err = p.Close(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, "10 captures dropped")
+	require.NotContains(t, logs.String(), "writing warc files again", "the disk never recovered")
 	tr.requireAll(t, 10, ErrClosed)
 	require.Empty(t, dirNames(t, dir))
 	s := p.Stats()

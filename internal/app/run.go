@@ -73,7 +73,7 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 		// stats increment and crawl log line; flush them.
 		defer close(backendsDone)
 		<-writerDone
-		errs.add("databases", a.closeBackends(sd.hard))
+		errs.add("databases", a.closeBackendsBounded(sd))
 		return nil
 	}, func(error) {})
 	if a.msrv != nil {
@@ -126,6 +126,28 @@ func (a *App) closeWriter(sd *shutdown) error {
 	case <-time.After(writerGrace):
 		return fmt.Errorf("the disk did not answer within %s after the %v: WARC files left .open for the next start to recover",
 			writerGrace, context.Cause(sd.hard))
+	}
+}
+
+// closeBackendsBounded flushes and closes the dedup and stats stores
+// within the budget. A store call in progress when it ends is not
+// interrupted by it (a Redis that hangs holds it up to the client's read
+// time-out, 3 s by default, and more than one may be queued), so after
+// writerGrace more the process goes on to exit, as for a stuck disk.
+func (a *App) closeBackendsBounded(sd *shutdown) error {
+	done := make(chan error, 1)
+	go func() { done <- a.closeBackends(sd.hard) }()
+	select {
+	case err := <-done:
+		return err
+	case <-sd.hard.Done():
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(writerGrace):
+		return fmt.Errorf("the dedup or stats store did not answer within %s after the %v: "+
+			"dedup saves and stats counts not yet stored are lost", writerGrace, context.Cause(sd.hard))
 	}
 }
 

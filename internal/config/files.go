@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/warcproxy/warcproxy/internal/store"
 	"github.com/warcproxy/warcproxy/mitm"
 )
 
@@ -33,9 +35,64 @@ func (c Config) CheckFiles() error {
 		}
 		if st, err := os.Stat(d.path); err == nil && !st.IsDir() {
 			p.bad(d.flag, "%s exists and is not a directory", d.path)
+		} else if err := creatable(d.path); err != nil {
+			p.bad(d.flag, "%v", err)
+		}
+	}
+	// The embedded database and a CA file still to be made are created
+	// with their parent directories (an existing CA file is checked above).
+	files := []struct{ flag, path string }{{"dedup-db", c.embeddedPath(c.DedupDB)}}
+	if stats := c.embeddedPath(c.StatsDB); stats != files[0].path {
+		files = append(files, struct{ flag, path string }{"stats-db", stats})
+	}
+	if _, err := os.Stat(c.CACert); err != nil {
+		files = append(files, struct{ flag, path string }{"cacert", c.CACert})
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f.path); f.path == "" || err == nil && !st.IsDir() {
+			continue
+		} else if err == nil {
+			p.bad(f.flag, "%s is a directory", f.path)
+		} else if err := creatable(f.path); err != nil {
+			p.bad(f.flag, "%v", err)
 		}
 	}
 	return errors.Join(p...)
+}
+
+// embeddedPath is the bbolt file of an embedded: store spec, or "".
+func (c Config) embeddedPath(spec string) string {
+	if s, err := store.Parse(spec); err == nil && s.Kind == store.Embedded {
+		return s.Path
+	}
+	return ""
+}
+
+// creatable reports why path could not be created, or written to if it is
+// an existing directory: the nearest part of it that exists is a file, or
+// a directory the process may not write to.
+func creatable(path string) error {
+	dir := path
+	st, err := os.Stat(dir)
+	for err != nil && filepath.Dir(dir) != dir {
+		dir = filepath.Dir(dir)
+		st, err = os.Stat(dir)
+	}
+	switch {
+	case err != nil:
+		return nil // nothing exists: let the creation say why
+	case !st.IsDir():
+		return fmt.Errorf("cannot create %s: %s is not a directory", path, dir)
+	case dir == path:
+		if err := writable(dir); err != nil {
+			return fmt.Errorf("%s is not writable: %w", dir, err)
+		}
+	default:
+		if err := writable(dir); err != nil {
+			return fmt.Errorf("cannot create %s: %s is not writable: %w", path, dir, err)
+		}
+	}
+	return nil
 }
 
 // ProxyAuthPairs returns the accepted user:password pairs of --proxy-auth

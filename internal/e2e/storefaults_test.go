@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/store"
@@ -131,4 +132,41 @@ func TestStatsReplayedAfterOutage(t *testing.T) {
 	// may have been applied when it woke up, and is sent again (found by
 	// this test: 8 instead of 5 in one run). Nothing is lost.
 	require.GreaterOrEqual(t, got["outage"].Total.URLs, int64(5), "increments made during the outage are stored after it")
+}
+
+// TestShutdownWithRedisFrozen: SIGTERM while Redis hangs (SIGSTOP) with
+// dedup saves and stats counts still to be stored. The shutdown gives up on
+// them at the end of --shutdown-timeout and says so, and the process does
+// not sit on Redis' own read time-outs and retries after that.
+func TestShutdownWithRedisFrozen(t *testing.T) {
+	srv := redistest.Private(t)
+	origin := contentOrigin(t, false)
+	spec := "redis://" + srv.Addr + "/0"
+	const budget = 2 * time.Second
+	p := startOneWriter(t, func(c *config.Config) {
+		c.DedupDB, c.StatsDB = spec, spec
+		c.ShutdownTimeout = budget
+	})
+	client := p.Client()
+	fetch(t, client, origin.URL+"/healthy?body=first", "")
+	p.SettleStores()
+	srv.Freeze()
+	for i := range 5 {
+		resp, _ := fetch(t, client, fmt.Sprintf("%s/frozen%d?body=%d", origin.URL, i, i), "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	p.Settle()
+
+	before := goleak.IgnoreCurrent()
+	start := time.Now()
+	err := p.Shutdown()
+	took := time.Since(start)
+	require.Error(t, err)
+	require.Regexp(t, "saves not stored|saves and stats counts not yet stored are lost", err.Error())
+	require.Less(t, took, budget+2*time.Second, "shutdown within --shutdown-timeout, then at once")
+	// Redis answers again: the store calls left behind end, in this
+	// process that outlived the shutdown.
+	srv.Thaw()
+	require.Eventually(t, func() bool { return goleak.Find(before) == nil }, 20*time.Second, 50*time.Millisecond,
+		"the store calls left behind end once Redis answers")
 }
