@@ -60,6 +60,19 @@ type Exchange struct {
 // the writer (not filtered out, not in blackout, queued).
 func (ex *Exchange) Archived() bool { return ex.archive }
 
+// SpoolErr is why the exchange, while it is still being fetched, can no
+// longer be archived: its request or response bytes could not be spooled
+// (a full disk). nil when they could, or when it is not recorded.
+func (ex *Exchange) SpoolErr() error {
+	if ex.Response != nil && ex.Response.Err() != nil {
+		return ex.Response.Err()
+	}
+	if ex.Request != nil {
+		return ex.Request.Err()
+	}
+	return nil
+}
+
 // Open starts an admitted exchange: it decides whether it is archived
 // (its prefix, --method-filter), opens its recorders, starts a dedup
 // prefetch and counts it as active until it is written.

@@ -116,6 +116,7 @@ type Stage struct {
 	dedupErrors atomic.Int64
 	dedupErrLog lograte.EverySecond
 	crawlLogErr lograte.EverySecond
+	failedLog   lograte.EverySecond // captures that cannot be archived
 
 	reMu    sync.Mutex
 	reCache map[string]reEntry

@@ -91,7 +91,11 @@ func (s *Stage) enqueue(p *pending) bool {
 	c, err := s.records(ex, p.original)
 	if err != nil {
 		s.count(failed)
-		s.logger.Error("capture not archived", "url", ex.TargetURI, "err", err)
+		// At most a line a second: a full disk fails every capture.
+		if s.failedLog.Allow() {
+			s.logger.Error("capture not archived", "url", ex.TargetURI, "err", err,
+				"captures_failed_total", s.outcomes[failed].Load())
+		}
 		return false
 	}
 	outcome, result := stats.New, archived

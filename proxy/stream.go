@@ -107,6 +107,14 @@ func (s *Server) copyBody(w http.ResponseWriter, f *fetched, ex *capture.Exchang
 			p = p[:min(int64(len(p)), left)]
 		}
 		n, err := ex.Payload.Read(p)
+		if ex.SpoolErr() != nil {
+			// The exchange can no longer be archived (its bytes could not
+			// be spooled: a full disk): cut the client's response, so that
+			// a crawler sees a failed fetch to try again, not a whole
+			// response that no WARC holds. The capture stage logs why.
+			f.reusable = false
+			return true, false
+		}
 		if max := s.opts.MaxResourceSize; max > 0 && ex.Payload.N > max {
 			// The byte read past --max-resource-size only shows that the
 			// body is longer: the client does not get it.

@@ -442,6 +442,40 @@ func TestDiskFullTmpfs(t *testing.T) {
 	requireAllWritten(t, p, ok)
 }
 
+// TestSpoolDiskFull: when a response cannot be spooled (--tmp-dir on a
+// full disk, bodies over --spool-memory), the client's response is cut,
+// so that a crawler sees a failed fetch to try again rather than a whole
+// 200 that no WARC holds; the capture is counted as an error. Once there
+// is room again, the same URL is fetched and archived whole.
+func TestSpoolDiskFull(t *testing.T) {
+	spool := faultfs.Tmpfs(t, 4<<20)
+	const bodySize = 1 << 20
+	origin := newDiskOrigin(t, bodySize)
+	p := proxytest.StartLogged(t, func(c *config.Config) {
+		c.TmpDir = spool
+		c.SpoolMemory = 64 << 10
+	})
+	client := p.Client()
+	defer client.CloseIdleConnections()
+	filler := faultfs.Fill(t, spool, "filler")
+	for i := range 3 {
+		url, o := origin.get(client, "/page")
+		require.False(t, o.ok, "GET %s #%d: a whole 200 while the response could not be spooled", url, i)
+		require.Error(t, o.err, "GET %s #%d", url, i)
+		t.Logf("the client saw: %v", o.err)
+	}
+	p.Settle()
+	require.EqualValues(t, 3, p.Status(t)["capture_errors"])
+	require.Equal(t, 1, strings.Count(p.Log(), `msg="capture not archived"`), "one log line a second, not one per capture")
+	require.Contains(t, p.Log(), "no space left on device")
+
+	require.NoError(t, os.Remove(filler))
+	url, o := origin.get(client, "/page")
+	require.NoError(t, o.err)
+	require.True(t, o.ok)
+	requireAllWritten(t, p, []string{url})
+}
+
 // TestStuckDiskShutdown: a disk that stops answering (writes that never
 // return, not fail) cannot hold a shutdown past --shutdown-timeout: the
 // proxy exits, saying the files are left .open, and what it wrote before
