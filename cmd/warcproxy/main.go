@@ -38,7 +38,7 @@ func realMain(args []string) int {
 		return 0
 	}
 	if err == nil && !cfg.ShowVersion {
-		err = cfg.CheckFiles()
+		err = errors.Join(cfg.CheckFiles(), cfg.CheckStores())
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "warcproxy: %v\nRun warcproxy --help for usage.\n", err)

@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warcproxy/warcproxy/internal/testutil/redistest"
 	"github.com/warcproxy/warcproxy/internal/testutil/warccheck"
 	"github.com/warcproxy/warcproxy/mitm"
 )
@@ -452,6 +454,11 @@ func getStatus(t *testing.T, port string, st any) {
 // directory holding only the files it prepares.
 func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 	caPEM, caCRT := newCAFiles(t)
+	redisAddr := redistest.Addr(t)
+	locked := redistest.Private(t) // a server with a password
+	rc := redis.NewClient(&redis.Options{Addr: locked.Addr})
+	require.NoError(t, rc.ConfigSet(t.Context(), "requirepass", "right-pw").Err())
+	rc.Close()
 	for _, tc := range []struct {
 		name    string
 		files   map[string]string // prepared in the directory, mode 0644
@@ -519,6 +526,14 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 			[]string{"--zstd-dictionary: warc.dict: not a zstd dictionary"}, nil},
 		{"warcprox's --rethinkdb-dedup-url in the file", map[string]string{"warcproxy.yaml": "rethinkdb-dedup-url: rethinkdb://db0/warcprox/dedup\n"},
 			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}, nil},
+		// A real redis-server that refuses the connection's setup: every
+		// lookup would fail for as long as the proxy ran.
+		{"a database number the Redis server does not have", nil, []string{"--dedup-db", "redis://" + redisAddr + "/99"},
+			[]string{"--dedup-db: redis://" + redisAddr + "/99: the Redis server refused the connection", "DB index is out of range"}, nil},
+		{"a Redis password the server does not take", nil, []string{"--stats-db", "redis://:s3cret-pw@" + locked.Addr + "/0"},
+			[]string{"--stats-db: redis://", "the Redis server refused the connection", "WRONGPASS"}, []string{"s3cret-pw"}},
+		{"no Redis password for a server that wants one", nil, []string{"--dedup-db", "redis://" + locked.Addr + "/0"},
+			[]string{"--dedup-db: redis://" + locked.Addr + "/0: the Redis server refused the connection", "NOAUTH"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
