@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,15 +217,21 @@ func (t *Tracker) Tally(buckets []string, o Outcome, wireBytes int64) *Tally {
 	if t.store != nil {
 		x.t = t
 	}
-outer:
+	var seen map[string]struct{} // for a long list (see linearSetMax)
+	if len(buckets) > linearSetMax {
+		seen = make(map[string]struct{}, len(buckets))
+	}
 	for _, name := range buckets {
 		if !validName(name) {
 			continue
 		}
-		for _, e := range x.entries {
-			if e.name == name {
-				continue outer
+		if seen != nil {
+			if _, dup := seen[name]; dup {
+				continue
 			}
+			seen[name] = struct{}{}
+		} else if slices.ContainsFunc(x.entries, func(e *entry) bool { return e.name == name }) {
+			continue
 		}
 		x.entries = append(x.entries, t.update(name, func(e *entry) { e.local.add(x.d) }))
 	}
@@ -574,6 +581,13 @@ func (t *Tracker) CheckLimits(ctx context.Context, buckets []string, m *warcprox
 	if m == nil {
 		return nil, nil
 	}
+	var counted map[string]struct{} // for many buckets and limits (see linearSetMax)
+	if len(buckets) > linearSetMax && len(m.Limits)+len(m.SoftLimits) > 1 {
+		counted = make(map[string]struct{}, len(buckets))
+		for _, b := range buckets {
+			counted[b] = struct{}{}
+		}
+	}
 	for _, set := range []struct {
 		limits []warcproxmeta.Limit
 		soft   bool
@@ -583,7 +597,11 @@ func (t *Tracker) CheckLimits(ctx context.Context, buckets []string, m *warcprox
 				continue
 			}
 			name, key := LimitBucket(l)
-			if !contains(buckets, name) {
+			if counted == nil {
+				if !slices.Contains(buckets, name) {
+					continue
+				}
+			} else if _, ok := counted[name]; !ok {
 				continue
 			}
 			v, err := t.Get(ctx, name)
@@ -596,15 +614,6 @@ func (t *Tracker) CheckLimits(ctx context.Context, buckets []string, m *warcprox
 		}
 	}
 	return nil, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // streak tracks a run of failures, so that each run is logged once.
