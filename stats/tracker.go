@@ -79,8 +79,9 @@ type Tracker struct {
 	nBuckets atomic.Int64
 	ticks    atomic.Int64 // background loop iterations: the clock of eviction
 
-	dirtyMu sync.Mutex
-	dirty   []*entry // entries with Written increments waiting for a flush
+	dirtyMu  sync.Mutex
+	dirty    []*entry // entries with Written increments waiting for a flush
+	flushing int      // entries taken from dirty by a Flush still storing them
 
 	// storeMu is held exclusively around a flush (the store write and
 	// applying its totals) and shared around a read and applying it, so
@@ -425,11 +426,18 @@ func (t *Tracker) Flush(ctx context.Context) error {
 
 	t.dirtyMu.Lock()
 	list := t.dirty
-	t.dirty = nil
+	t.dirty, t.flushing = nil, len(list)
 	t.dirtyMu.Unlock()
 	if len(list) == 0 {
 		return nil
 	}
+	// Until they are stored (or back in dirty) they still count as
+	// unflushed: a watcher that sees none waiting may read the store.
+	defer func() {
+		t.dirtyMu.Lock()
+		t.flushing = 0
+		t.dirtyMu.Unlock()
+	}()
 	deltas := make(map[string]Bucket, len(list))
 	sent := make([]Bucket, len(list))
 	for i, e := range list {
@@ -502,10 +510,12 @@ func (t *Tracker) evict(now, idleTicks int64) {
 	}
 }
 
+// unflushed counts the buckets whose Written increments are not stored
+// yet, those of a flush in progress included.
 func (t *Tracker) unflushed() int {
 	t.dirtyMu.Lock()
 	defer t.dirtyMu.Unlock()
-	return len(t.dirty)
+	return len(t.dirty) + t.flushing
 }
 
 // Close stops the background flush, stores what was Written (within ctx)
