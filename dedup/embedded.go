@@ -3,6 +3,8 @@ package dedup
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -102,12 +104,20 @@ func (s *embeddedStore) Save(ctx context.Context, items []Item) error {
 		if b == nil {
 			return fmt.Errorf("bucket %q missing", boltBucket)
 		}
-		for _, it := range items {
-			sk := storageKey(it.Key)
-			if len(sk) > bolt.MaxKeySize {
+		// In key order, as stats.BoltStore.Add writes: a page's keys
+		// move for every key inserted before them, so a large batch in
+		// another order costs time quadratic in its size.
+		keys := make([]string, len(items))
+		order := make([]int, len(items))
+		for i, it := range items {
+			keys[i], order[i] = storageKey(it.Key), i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+		for _, i := range order {
+			if len(keys[i]) > bolt.MaxKeySize {
 				continue
 			}
-			if err := b.Put([]byte(sk), encodeEntry(it.Entry)); err != nil {
+			if err := b.Put([]byte(keys[i]), encodeEntry(items[i].Entry)); err != nil {
 				return err
 			}
 		}

@@ -16,7 +16,9 @@ import (
 // malformed Host header") before any handler runs, and has no option to
 // allow it. So the client's byte stream is filtered on its way to net/http:
 // in the head of a WARCPROX_WRITE_RECORD or PUTMETA request, a Host header
-// net/http would refuse is emptied ("Host: "). Nothing else is changed.
+// net/http would refuse is emptied ("Host: "), and an HTTP/1.1 head with no
+// Host at all (warcprox's API documentation sends one so, with ncat) gets
+// an empty one, which net/http requires of HTTP/1.1. Nothing else is changed.
 //
 // The filter follows request boundaries as long as they are certain: heads
 // whose body is framed by Content-Length (or has none). After a request
@@ -50,6 +52,7 @@ type hostFilter struct {
 
 	// What the current head has said so far.
 	writeRecord bool  // method is WARCPROX_WRITE_RECORD or PUTMETA
+	hasHost     bool  // a Host line was seen
 	length      int64 // Content-Length, -1 when none
 	unsure      bool  // framing the filter cannot follow
 }
@@ -123,7 +126,7 @@ func (f *hostFilter) line(out []byte, complete bool) []byte {
 		}
 		m := string(method)
 		f.writeRecord = m == methodWriteRecord || m == methodPutMeta
-		f.length, f.unsure = -1, m == "CONNECT"
+		f.hasHost, f.length, f.unsure = false, -1, m == "CONNECT"
 		f.state = hfStreamLine
 		if complete {
 			f.state = hfLineStart
@@ -131,6 +134,11 @@ func (f *hostFilter) line(out []byte, complete bool) []byte {
 		return append(out, held...)
 	case hfLineStart:
 		if complete && len(bytes.TrimRight(held, "\r\n")) == 0 {
+			if f.writeRecord && !f.hasHost {
+				// Before the blank line, ending as it ends. HTTP/1.0
+				// heads get one too: net/http reads an empty Host as none.
+				out = append(append(out, "Host: "...), held...)
+			}
 			return f.endHead(append(out, held...))
 		}
 		if held[0] == ' ' || held[0] == '\t' {
@@ -186,6 +194,7 @@ func (f *hostFilter) header(out, line []byte) []byte {
 	value = bytes.Trim(value, " \t\r\n")
 	switch heldName(name) {
 	case "host":
+		f.hasHost = true
 		if f.writeRecord && !httpguts.ValidHostHeader(string(value)) {
 			out = append(out, "Host: "...)
 			if bytes.HasSuffix(line, []byte("\r\n")) {

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,12 @@ import (
 
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 )
+
+// linearSetMax is the most names looked through one by one for a
+// duplicate; past it a map is used. A Warcprox-Meta header may name
+// hundreds of thousands of buckets, and comparing each with all before it
+// held a core for minutes.
+const linearSetMax = 32
 
 // defaultBuckets are the buckets of a capture whose request names none.
 var defaultBuckets = []string{AllBucket, UnspecifiedBucket}
@@ -31,14 +38,22 @@ func Buckets(targetURL string, m *warcproxmeta.Meta) []string {
 	list := m.StatsBuckets()
 	out := make([]string, 1, 1+len(list))
 	out[0] = AllBucket
+	var seen map[string]struct{} // for a long list (see linearSetMax)
+	if len(list) > linearSetMax {
+		seen = make(map[string]struct{}, 1+len(list))
+		seen[AllBucket] = struct{}{}
+	}
 	add := func(name string) {
 		if !validName(name) {
 			return
 		}
-		for _, o := range out {
-			if o == name {
+		if seen != nil {
+			if _, dup := seen[name]; dup {
 				return
 			}
+			seen[name] = struct{}{}
+		} else if slices.Contains(out, name) {
+			return
 		}
 		out = append(out, name)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,8 +79,9 @@ type Tracker struct {
 	nBuckets atomic.Int64
 	ticks    atomic.Int64 // background loop iterations: the clock of eviction
 
-	dirtyMu sync.Mutex
-	dirty   []*entry // entries with Written increments waiting for a flush
+	dirtyMu  sync.Mutex
+	dirty    []*entry // entries with Written increments waiting for a flush
+	flushing int      // entries taken from dirty by a Flush still storing them
 
 	// storeMu is held exclusively around a flush (the store write and
 	// applying its totals) and shared around a read and applying it, so
@@ -216,15 +218,21 @@ func (t *Tracker) Tally(buckets []string, o Outcome, wireBytes int64) *Tally {
 	if t.store != nil {
 		x.t = t
 	}
-outer:
+	var seen map[string]struct{} // for a long list (see linearSetMax)
+	if len(buckets) > linearSetMax {
+		seen = make(map[string]struct{}, len(buckets))
+	}
 	for _, name := range buckets {
 		if !validName(name) {
 			continue
 		}
-		for _, e := range x.entries {
-			if e.name == name {
-				continue outer
+		if seen != nil {
+			if _, dup := seen[name]; dup {
+				continue
 			}
+			seen[name] = struct{}{}
+		} else if slices.ContainsFunc(x.entries, func(e *entry) bool { return e.name == name }) {
+			continue
 		}
 		x.entries = append(x.entries, t.update(name, func(e *entry) { e.local.add(x.d) }))
 	}
@@ -418,11 +426,18 @@ func (t *Tracker) Flush(ctx context.Context) error {
 
 	t.dirtyMu.Lock()
 	list := t.dirty
-	t.dirty = nil
+	t.dirty, t.flushing = nil, len(list)
 	t.dirtyMu.Unlock()
 	if len(list) == 0 {
 		return nil
 	}
+	// Until they are stored (or back in dirty) they still count as
+	// unflushed: a watcher that sees none waiting may read the store.
+	defer func() {
+		t.dirtyMu.Lock()
+		t.flushing = 0
+		t.dirtyMu.Unlock()
+	}()
 	deltas := make(map[string]Bucket, len(list))
 	sent := make([]Bucket, len(list))
 	for i, e := range list {
@@ -495,10 +510,12 @@ func (t *Tracker) evict(now, idleTicks int64) {
 	}
 }
 
+// unflushed counts the buckets whose Written increments are not stored
+// yet, those of a flush in progress included.
 func (t *Tracker) unflushed() int {
 	t.dirtyMu.Lock()
 	defer t.dirtyMu.Unlock()
-	return len(t.dirty)
+	return len(t.dirty) + t.flushing
 }
 
 // Close stops the background flush, stores what was Written (within ctx)
@@ -574,6 +591,13 @@ func (t *Tracker) CheckLimits(ctx context.Context, buckets []string, m *warcprox
 	if m == nil {
 		return nil, nil
 	}
+	var counted map[string]struct{} // for many buckets and limits (see linearSetMax)
+	if len(buckets) > linearSetMax && len(m.Limits)+len(m.SoftLimits) > 1 {
+		counted = make(map[string]struct{}, len(buckets))
+		for _, b := range buckets {
+			counted[b] = struct{}{}
+		}
+	}
 	for _, set := range []struct {
 		limits []warcproxmeta.Limit
 		soft   bool
@@ -583,7 +607,11 @@ func (t *Tracker) CheckLimits(ctx context.Context, buckets []string, m *warcprox
 				continue
 			}
 			name, key := LimitBucket(l)
-			if !contains(buckets, name) {
+			if counted == nil {
+				if !slices.Contains(buckets, name) {
+					continue
+				}
+			} else if _, ok := counted[name]; !ok {
 				continue
 			}
 			v, err := t.Get(ctx, name)
@@ -596,15 +624,6 @@ func (t *Tracker) CheckLimits(ctx context.Context, buckets []string, m *warcprox
 		}
 	}
 	return nil, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // streak tracks a run of failures, so that each run is logged once.

@@ -539,3 +539,42 @@ func TestTrackerMetricsRegisterTwice(t *testing.T) {
 	_, err = stats.NewTracker(nil, stats.Options{}, nil, reg)
 	require.Error(t, err, "a second tracker on one registry is a wiring mistake")
 }
+
+// blockingStore holds every Add until release is closed, after telling
+// entered.
+type blockingStore struct {
+	stats.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) Add(ctx context.Context, d map[string]stats.Bucket) (map[string]stats.Bucket, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Store.Add(ctx, d)
+}
+
+// TestTrackerUnflushedDuringFlush: /status buckets_unflushed (and the
+// gauge) count the buckets of a flush still in progress, so that "0"
+// means the counts are in the store. It said 0 as soon as a flush had
+// taken them, which let a reader of the store (a test settling on it,
+// a script waiting for it) find counts missing while a slow flush, say
+// one waiting for a frozen Redis, was still under way.
+func TestTrackerUnflushedDuringFlush(t *testing.T) {
+	ctx := context.Background()
+	open := embeddedBackend(t)
+	b := &blockingStore{Store: mustOpen(t, open), entered: make(chan struct{}), release: make(chan struct{})}
+	reg := prometheus.NewPedanticRegistry()
+	tr, err := stats.NewTracker(b, stats.Options{FlushInterval: -1}, slog.New(slog.DiscardHandler), reg)
+	require.NoError(t, err)
+	tr.Tally([]string{"__all__", "job1"}, stats.New, 100).Written()
+	done := make(chan error, 1)
+	go func() { done <- tr.Flush(ctx) }()
+	<-b.entered
+	require.Equal(t, 2, tr.Status()["buckets_unflushed"], "while the flush is in progress")
+	require.Equal(t, 2.0, metricValues(t, reg)["warcproxy_stats_buckets_unflushed"])
+	close(b.release)
+	require.NoError(t, <-done)
+	require.Equal(t, 0, tr.Status()["buckets_unflushed"])
+	require.NoError(t, tr.Close(ctx))
+}

@@ -240,3 +240,41 @@ func TestHostileWriteRecordBadTarget(t *testing.T) {
 	p.Stop()
 	warccheck.Dir(t, p.Dir)
 }
+
+// TestHostileManyBuckets: a Warcprox-Meta header (up to
+// --max-header-bytes, 4 MiB) may name a hundred thousand stats buckets and
+// as many dedup buckets. Each is counted, a limit on the last one holds,
+// and the proxy stops within its --shutdown-timeout with every count and
+// dedup entry stored. The stats buckets were compared each with all before
+// it, twice (about 40 s per request here, minutes at 4 MiB, while the
+// client waited), and the embedded database was written in map order,
+// which bbolt takes quadratic time for: a minute and more to store them,
+// past the shutdown budget, dedup entries dropped.
+func TestHostileManyBuckets(t *testing.T) {
+	origin := contentOrigin(t, false)
+	p := proxytest.Start(t, nil)
+	c := p.Client()
+	const n = 100_000
+	names := make([]string, n)
+	dedup := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf(`"b%d"`, i)
+		dedup[i] = names[i] + `:"rw"`
+	}
+	last := fmt.Sprintf("b%d", n-1)
+	meta := `{"stats": {"buckets": [` + strings.Join(names, ",") + `]}, "dedup-buckets": {` +
+		strings.Join(dedup, ",") + `}, "limits": {"` + last + `/total/urls": 1}}`
+	for i, want := range []int{http.StatusOK, 420} {
+		start := time.Now()
+		resp, body := fetch(t, c, fmt.Sprintf("%s/many/%d?body=many", origin.URL, i), meta)
+		took := time.Since(start)
+		require.Equal(t, want, resp.StatusCode, body)
+		require.Less(t, took, 10*time.Second, "request %d", i)
+		if want == 420 {
+			require.Contains(t, resp.Header.Get("Warcprox-Meta"), `"`+last+`":{"bucket":"`+last+`","total":{"urls":1,`)
+		}
+	}
+	start := time.Now()
+	p.Stop() // fails the test if counts or dedup entries were not stored
+	require.Less(t, time.Since(start), 10*time.Second, "shutdown")
+}

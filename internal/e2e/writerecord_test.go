@@ -200,3 +200,47 @@ func TestWriteRecordPayloadDigest(t *testing.T) {
 	require.Equal(t, b32sha1([]byte(body)), rec.Header["WARC-Block-Digest"])
 	require.Equal(t, b32sha1([]byte(body)), rec.Header["WARC-Payload-Digest"])
 }
+
+// TestWriteRecordWithoutHost: warcprox's API documentation (api.rst)
+// shows WARCPROX_WRITE_RECORD sent by hand with ncat --crlf, as HTTP/1.1
+// without a Host header, and answered 204. net/http refuses an HTTP/1.1
+// request without Host ("400 Bad Request: missing required Host header")
+// before any handler runs; the documented request is archived here as in
+// warcprox, and so is the same request after a fetch on a keep-alive
+// connection.
+func TestWriteRecordWithoutHost(t *testing.T) {
+	origin := contentOrigin(t, false)
+	p := proxytest.Start(t, nil)
+	// api.rst's example, byte for byte as ncat --crlf sends it: the body
+	// is the 27 characters and the CRLF that ends the heredoc's line.
+	documented := "WARCPROX_WRITE_RECORD special://url/some?thing HTTP/1.1\r\n" +
+		"WARC-Type: resource\r\nContent-type: text/plain;charset=utf-8\r\nContent-length: 29\r\n\r\n" +
+		"i am a warc record payload!\r\n"
+	c, err := net.Dial("tcp", p.URL.Host)
+	require.NoError(t, err)
+	defer c.Close()
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	host := strings.TrimPrefix(origin.URL, "http://")
+	for i, req := range []string{
+		documented,
+		fmt.Sprintf("GET %s/?body=page HTTP/1.1\r\nHost: %s\r\n\r\n", origin.URL, host),
+		strings.Replace(documented, "special://url/some?thing", "special://url/second", 1),
+	} {
+		_, err = io.WriteString(c, req)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err, "request %d", i)
+		body, _ := io.ReadAll(resp.Body)
+		require.Less(t, resp.StatusCode, 300, "request %d: %s", i, body)
+	}
+	p.Stop()
+
+	resources := byType(t, warccheck.Dir(t, p.Dir), "resource")
+	for _, uri := range []string{"special://url/some?thing", "special://url/second"} {
+		rec, ok := resources[uri]
+		require.True(t, ok, "no resource record for %s", uri)
+		require.Equal(t, "i am a warc record payload!\r\n", string(rec.Block))
+		require.Equal(t, "text/plain;charset=utf-8", rec.Header["Content-Type"])
+	}
+}
