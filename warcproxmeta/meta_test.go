@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,7 @@ var badHeaders = []struct{ header, field, want string }{
 	{`{"blocks":[{"exact":"yes"}]}`, "blocks", "exact"},
 	{`{"blocks":[{"host":"a"}]}`, "blocks", "unknown condition"},
 	{`{"blocks":[{"regex":"("}]}`, "blocks", "regex"},
+	{`{"blocks":[{"regex":"a)|(b"}]}`, "blocks", "regex"}, // valid only once wrapped
 	{`{"blocks":[{"url_match":"FOO","value":"x"}]}`, "blocks", "url_match"},
 	{`{"blocks":[{"url_match":"SURT_MATCH","value":"x","surt":"y"}]}`, "blocks", "conflicts"},
 	{`{"compressed_blocks":1}`, "compressed_blocks", "must be a string"},
@@ -293,5 +295,22 @@ func TestCanonicalize(t *testing.T) {
 		require.Equal(t, tt.url, u.String())
 		require.Equal(t, tt.surt, u.SURT())
 		require.Equal(t, tt.ssurt, u.SSURT())
+	}
+}
+
+// BenchmarkParseBlocks parses a header with a crawl job's block list, as
+// Brozzler sends it with every request: 200 rules, half of them regexes.
+func BenchmarkParseBlocks(b *testing.B) {
+	var rules []string
+	for i := range 100 {
+		rules = append(rules, fmt.Sprintf(`{"domain":"ads%d.example.com"}`, i),
+			fmt.Sprintf(`{"regex":"^https?://[^/]*tracker%d\\.example\\.(com|net)/.*[?&](utm_[a-z]+|fbclid)=[\\w-]{1,64}.*$"}`, i))
+	}
+	header := `{"blocks":[` + strings.Join(rules, ",") + `]}`
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(header); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -122,15 +122,6 @@ func parseRule(raw json.RawMessage) (*Rule, error) {
 	return r, nil
 }
 
-// compileFull compiles like urlcanon: Python re.match of pattern+`\Z`.
-// The suffix is appended without grouping, exactly as urlcanon does.
-func compileFull(pattern string) (*regexp.Regexp, error) {
-	if _, err := regexp.Compile(pattern); err != nil {
-		return nil, err
-	}
-	return regexp.Compile(`^(?:` + pattern + `\z)`)
-}
-
 func (r *Rule) applies(u *URL) bool {
 	if r.domain != "" {
 		if r.exact {
