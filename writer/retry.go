@@ -48,13 +48,16 @@ func (w *worker) failed(wf *warcFile, err error, c *Capture) {
 	}
 	w.requeue(redo...)
 	w.retrying = true
+	attrs := []any{"err", err, "captures", len(redo)}
+	if file != "" { // else no file was made: err names the one it tried
+		attrs = append([]any{"file", file}, attrs...)
+	}
 	if p.aborted() {
-		w.log.Error("writing warc file failed at shutdown", "file", file, "err", err, "captures", len(redo))
+		w.log.Error("writing warc file failed at shutdown", attrs...)
 		return
 	}
 	w.backoff = min(max(w.backoff*2, p.opts.backoffMin), p.opts.backoffMax)
-	w.log.Error("writing warc file failed, retrying", "file", file, "err", err,
-		"captures", len(redo), "retry_in", w.backoff)
+	w.log.Error("writing warc file failed, retrying", append(attrs, "retry_in", w.backoff)...)
 	t := time.NewTimer(w.backoff)
 	defer t.Stop()
 	select {
