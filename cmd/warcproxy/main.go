@@ -17,6 +17,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/app"
 	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -37,7 +38,12 @@ func realMain(args []string) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var logger *slog.Logger
 	if err == nil && !cfg.ShowVersion {
+		logger = newLogger(cfg)
+		// Checking the stores dials Redis, whose client logs on its own:
+		// through our log, in the format asked for, from the start.
+		store.RouteRedisLogs(logger.With("component", "redis"))
 		err = errors.Join(cfg.CheckFiles(), cfg.CheckStores())
 	}
 	if err != nil {
@@ -56,7 +62,6 @@ func realMain(args []string) int {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetGCPercent(50)
 	}
-	logger := newLogger(cfg)
 	a, err := app.New(cfg, version, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)

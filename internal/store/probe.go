@@ -29,11 +29,11 @@ func CheckRefused(ctx context.Context, s Spec) error {
 	var c redis.UniversalClient
 	if s.Cluster != nil {
 		o := *s.Cluster
-		o.MaxRetries = -1
+		o.MaxRetries, o.DialerRetries = -1, 1
 		c = redis.NewClusterClient(&o)
 	} else {
 		o := *s.Redis
-		o.MaxRetries = -1
+		o.MaxRetries, o.DialerRetries = -1, 1
 		c = redis.NewClient(&o)
 	}
 	defer c.Close()
