@@ -267,7 +267,11 @@ func TestHTTP2StreamCap(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.GreaterOrEqual(t, dials.Load(), int64(3), "5 streams at 2 per connection")
-	require.Equal(t, float64(dials.Load()), oneMetric(t, p, "warcproxy_proxy_http2_connections_total"))
+	// Go's client may give up a dial it no longer needs before its TLS
+	// handshake: such a dial is no HTTP/2 connection.
+	conns := oneMetric(t, p, "warcproxy_proxy_http2_connections_total")
+	require.GreaterOrEqual(t, conns, 3.0)
+	require.LessOrEqual(t, conns, float64(dials.Load()))
 }
 
 // TestHTTP2HeaderLimit: --max-header-bytes holds for HTTP/2 streams too:
