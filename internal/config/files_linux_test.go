@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -44,4 +45,29 @@ func TestCheckFilesReadOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWritableAsTheProcess: a directory is writable to a process whose
+// capabilities let it write there (a service run as its own user with
+// CAP_DAC_OVERRIDE), though its user alone may not. The test binary runs
+// itself under setpriv as nobody with that capability.
+func TestWritableAsTheProcess(t *testing.T) {
+	if dir := os.Getenv("WARCPROXY_TEST_WRITABLE"); dir != "" {
+		if err := writable(dir); err != nil {
+			t.Fatalf("writable(%s): %v", dir, err)
+		}
+		return
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv")
+	}
+	dir := t.TempDir() // root's, mode 0755
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+		"--inh-caps=+dac_override", "--ambient-caps=+dac_override",
+		os.Args[0], "-test.run=^TestWritableAsTheProcess$")
+	cmd.Env = append(os.Environ(), "WARCPROXY_TEST_WRITABLE="+dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }
