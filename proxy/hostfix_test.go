@@ -89,8 +89,9 @@ func TestHostFilter(t *testing.T) {
 }
 
 // FuzzHostFilter: the filter never panics, lengthens the stream only by
-// the empty Host lines it adds to write-record heads, passes through unchanged any stream without a write-record method, and
-// does not depend on how reads split the bytes.
+// the empty Host lines it adds to write-record heads, passes through
+// unchanged any stream without a write-record method, and does not depend
+// on how reads split the bytes.
 func FuzzHostFilter(f *testing.F) {
 	f.Add(brozzlerWriteRecord)
 	f.Add("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiPUTMETA x HTTP/1.1\r\nHost: /\r\n\r\n")

@@ -13,12 +13,21 @@ import (
 // A Regexp is safe for concurrent use, so one is shared by all requests.
 var compiledRegexes struct {
 	sync.Mutex
-	m map[string]*regexp.Regexp
+	m     map[string]*regexp.Regexp
+	insts int // program instructions of the regexes in m
 }
 
-// maxCompiledRegexes bounds the cache; when it is full it starts over, so
-// a client that sends ever new patterns costs what it did without one.
-const maxCompiledRegexes = 4096
+// The cache is bounded by count and by size, counted in program
+// instructions (about 50 bytes each): a short pattern may compile to a
+// large program, and one that a single request would hold until it ends
+// would otherwise stay, so a client sending ever new patterns could pin
+// gigabytes. When either bound is reached the cache starts over; a regex
+// too large to keep is compiled for each request, as without a cache.
+const (
+	maxCompiledRegexes = 4096
+	maxCachedInsts     = 1 << 20 // about 50 MB
+	maxCachedRegexSize = maxCachedInsts / 64
+)
 
 // compileFull compiles like urlcanon: Python re.match of pattern+`\Z`.
 // The suffix is appended without grouping, exactly as urlcanon does; the
@@ -30,18 +39,29 @@ func compileFull(pattern string) (*regexp.Regexp, error) {
 	if ok {
 		return re, nil
 	}
-	if _, err := syntax.Parse(pattern, syntax.Perl); err != nil {
-		return nil, err
-	}
-	re, err := regexp.Compile(`^(?:` + pattern + `\z)`)
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, err
 	}
-	compiledRegexes.Lock()
-	if compiledRegexes.m == nil || len(compiledRegexes.m) >= maxCompiledRegexes {
-		compiledRegexes.m = make(map[string]*regexp.Regexp)
+	re, err = regexp.Compile(`^(?:` + pattern + `\z)`)
+	if err != nil {
+		return nil, err
 	}
-	compiledRegexes.m[pattern] = re
-	compiledRegexes.Unlock()
+	if prog, err := syntax.Compile(parsed.Simplify()); err == nil && len(prog.Inst) <= maxCachedRegexSize {
+		keepRegex(pattern, re, len(prog.Inst))
+	}
 	return re, nil
+}
+
+func keepRegex(pattern string, re *regexp.Regexp, insts int) {
+	compiledRegexes.Lock()
+	defer compiledRegexes.Unlock()
+	if compiledRegexes.m == nil || len(compiledRegexes.m) >= maxCompiledRegexes ||
+		compiledRegexes.insts+insts > maxCachedInsts {
+		compiledRegexes.m, compiledRegexes.insts = make(map[string]*regexp.Regexp), 0
+	}
+	if _, ok := compiledRegexes.m[pattern]; !ok {
+		compiledRegexes.m[pattern] = re
+		compiledRegexes.insts += insts
+	}
 }

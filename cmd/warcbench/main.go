@@ -126,6 +126,11 @@ Flags:
 		fmt.Fprintf(stderr, "warcbench origin: unexpected arguments %q\n", rest)
 		return 2
 	}
+	if *http2 && *tlsPort < 0 {
+		// Else the measurement meant for HTTP/2 runs over HTTP/1.1.
+		fmt.Fprintln(stderr, "warcbench origin: --http2 needs --tls-port: HTTP/2 is offered over TLS only")
+		return 2
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "origin")
 	srv, err := bench.ListenOrigin(bench.OriginConfig{Address: *address, Port: *port, TLSPort: *tlsPort, HTTP2: *http2}, logger)
 	if err != nil {

@@ -82,6 +82,18 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+// TestOriginHTTP2NeedsTLS: --http2 without --tls-port is a mistake, not
+// an origin serving HTTP/1.1 to a measurement meant for HTTP/2 (the
+// context is done, so a command that starts anyway returns at once).
+func TestOriginHTTP2NeedsTLS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := realMain(ctx, []string{"origin", "--http2", "--port", "0"}, &stdout, &stderr)
+	require.Equal(t, 2, code, stderr.String())
+	require.Contains(t, stderr.String(), "--http2 needs --tls-port")
+}
+
 // TestOriginCommand starts the origin subcommand, reads the URLs it prints
 // and fetches from both.
 func TestOriginCommand(t *testing.T) {

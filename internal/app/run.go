@@ -102,9 +102,10 @@ func (a *App) logStopped(err error, forced bool) {
 	}
 }
 
-// writerGrace is how long past the end of the shutdown budget the
-// writers have to finish the record in hand; only a disk that has stopped
-// answering (a hung network file system) takes longer.
+// writerGrace is how long past the end of the shutdown budget a step
+// that no context interrupts (a write to a disk, a Redis command) has to
+// finish; only a device or server that has stopped answering (a hung
+// network file system, a frozen Redis) takes longer.
 const writerGrace = time.Second
 
 // closeWriter drains the writer queue and closes every file within the
@@ -113,20 +114,8 @@ const writerGrace = time.Second
 // file stays .open, holding whole records but perhaps the one being
 // written, and the next start cuts it back and closes it.
 func (a *App) closeWriter(sd *shutdown) error {
-	done := make(chan error, 1)
-	go func() { done <- a.pool.Close(sd.hard) }()
-	select {
-	case err := <-done:
-		return err
-	case <-sd.hard.Done():
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(writerGrace):
-		return fmt.Errorf("the disk did not answer within %s after the %v: WARC files left .open for the next start to recover",
-			writerGrace, context.Cause(sd.hard))
-	}
+	return pastBudget(sd, func() error { return a.pool.Close(sd.hard) },
+		"the disk did not answer within %s after the %v: WARC files left .open for the next start to recover")
 }
 
 // closeBackendsBounded flushes and closes the dedup and stats stores
@@ -135,8 +124,17 @@ func (a *App) closeWriter(sd *shutdown) error {
 // time-out, 3 s by default, and more than one may be queued), so after
 // writerGrace more the process goes on to exit, as for a stuck disk.
 func (a *App) closeBackendsBounded(sd *shutdown) error {
+	return pastBudget(sd, func() error { return a.closeBackends(sd.hard) },
+		"the dedup or stats store did not answer within %s after the %v: "+
+			"dedup saves and stats counts not yet stored are lost")
+}
+
+// pastBudget runs step and returns its error, waiting for it at most
+// writerGrace past the end of the budget; then it leaves it behind and
+// returns stuck, formatted with writerGrace and the budget's cause.
+func pastBudget(sd *shutdown, step func() error, stuck string) error {
 	done := make(chan error, 1)
-	go func() { done <- a.closeBackends(sd.hard) }()
+	go func() { done <- step() }()
 	select {
 	case err := <-done:
 		return err
@@ -146,8 +144,7 @@ func (a *App) closeBackendsBounded(sd *shutdown) error {
 	case err := <-done:
 		return err
 	case <-time.After(writerGrace):
-		return fmt.Errorf("the dedup or stats store did not answer within %s after the %v: "+
-			"dedup saves and stats counts not yet stored are lost", writerGrace, context.Cause(sd.hard))
+		return fmt.Errorf(stuck, writerGrace, context.Cause(sd.hard))
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 // CheckFiles checks what the configuration names on disk, which Validate
 // leaves alone (a deployment's configuration is checked where its files do
 // not exist): the proxy-auth file, the CA file if it exists, the zstd
-// dictionary, and that the directories the proxy would create are not
-// files. The command runs
+// dictionary, and that the directories, embedded databases and CA file
+// the proxy would create or write to can be (an existing --certs-dir may
+// be read-only). The command runs
 // it after Parse, so that such a mistake exits 2 before anything is
 // created.
 func (c Config) CheckFiles() error {
@@ -33,10 +34,18 @@ func (c Config) CheckFiles() error {
 		if d.path == "" {
 			continue
 		}
-		if st, err := os.Stat(d.path); err == nil && !st.IsDir() {
+		st, err := os.Stat(d.path)
+		switch {
+		case err == nil && !st.IsDir():
 			p.bad(d.flag, "%s exists and is not a directory", d.path)
-		} else if err := creatable(d.path); err != nil {
-			p.bad(d.flag, "%v", err)
+		case err == nil && d.flag == "certs-dir":
+			// Leaf certificates are only cached there, and one that
+			// cannot be saved is logged: a read-only directory of them
+			// (a shared mount) is used as it is.
+		default:
+			if err := creatable(d.path); err != nil {
+				p.bad(d.flag, "%v", err)
+			}
 		}
 	}
 	// The embedded database and a CA file still to be made are created

@@ -39,10 +39,17 @@ func CheckRefused(ctx context.Context, s Spec) error {
 	defer c.Close()
 	err := c.Ping(ctx).Err()
 	var reply redis.Error
-	if errors.As(err, &reply) && refusedForGood(reply.Error()) {
+	if errors.As(err, &reply) && refusedForGood(reply.Error()) && !pingDenied(reply.Error()) {
 		return fmt.Errorf("%s: the Redis server refused the connection: %w", s.Raw, err)
 	}
 	return nil
+}
+
+// pingDenied: the reply refuses PING itself, so the connection's setup
+// (AUTH, SELECT) went through. An operator may give a crawler's Redis user
+// only the commands the stores use, and PING is not one of them.
+func pingDenied(reply string) bool {
+	return strings.HasPrefix(reply, "NOPERM") && strings.Contains(strings.ToLower(reply), "'ping'")
 }
 
 // refusedForGood tells the error replies that come from the spec (the
