@@ -80,7 +80,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, uri string) (*war
 	if raw == "" {
 		return nil, s.opts.Prefix, true
 	}
-	meta, err := warcproxmeta.Parse(raw)
+	meta, err := s.meta.Parse(raw)
 	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
 		if perr := writer.CheckPrefix(*meta.WarcPrefix); perr != nil {
 			err = fmt.Errorf("%w: field \"warc-prefix\": %v", warcproxmeta.ErrInvalid, perr)

@@ -115,7 +115,8 @@ type Server struct {
 	splicesMu sync.Mutex
 	splices   map[net.Conn]struct{}
 	closing   atomic.Bool
-	fresh     freshConns // connections not yet heard from, closed at Shutdown
+	fresh     freshConns          // connections not yet heard from, closed at Shutdown
+	meta      warcproxmeta.Parser // Warcprox-Meta, with the block rules' regexes compiled once
 
 	active          atomic.Int64 // exchanges in forward
 	uploads         atomic.Int64 // write-record requests in writeRecord

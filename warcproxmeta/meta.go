@@ -159,8 +159,12 @@ func (m *Meta) BlockingRule(url string) *Rule {
 	return nil
 }
 
+// Parse parses a Warcprox-Meta header value, compiling its regexes anew;
+// a proxy parses with a Parser it keeps, which compiles each pattern once.
+func Parse(header string) (*Meta, error) { return new(Parser).Parse(header) }
+
 // Parse parses a Warcprox-Meta header value.
-func Parse(header string) (*Meta, error) {
+func (p *Parser) Parse(header string) (*Meta, error) {
 	dec := json.NewDecoder(strings.NewReader(header))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -199,7 +203,7 @@ func Parse(header string) (*Meta, error) {
 				m.compressedBlocks = true
 				continue
 			}
-			err = m.parseRaw(key, raw)
+			err = m.parseRaw(p, key, raw)
 		}
 		if err != nil {
 			var e *Error
@@ -216,7 +220,7 @@ func Parse(header string) (*Meta, error) {
 		return nil, &Error{Reason: "not valid JSON: data after the object"}
 	}
 	if m.compressedBlocks {
-		rules, err := decompressBlocks(compressed)
+		rules, err := p.decompressBlocks(compressed)
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +229,7 @@ func Parse(header string) (*Meta, error) {
 	return m, nil
 }
 
-func (m *Meta) parseRaw(key string, raw json.RawMessage) error {
+func (m *Meta) parseRaw(p *Parser, key string, raw json.RawMessage) error {
 	if isNull(raw) {
 		switch key {
 		case "warc-prefix", "dedup-bucket", "captures-bucket", "stats", "blocks", "accept", "mime-type-filters", "metadata":
@@ -254,7 +258,7 @@ func (m *Meta) parseRaw(key string, raw json.RawMessage) error {
 		if m.compressedBlocks {
 			return nil // compressed_blocks wins, wherever it appears
 		}
-		rules, err := parseRules(key, raw)
+		rules, err := p.parseRules(key, raw)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -295,22 +294,5 @@ func TestCanonicalize(t *testing.T) {
 		require.Equal(t, tt.url, u.String())
 		require.Equal(t, tt.surt, u.SURT())
 		require.Equal(t, tt.ssurt, u.SSURT())
-	}
-}
-
-// BenchmarkParseBlocks parses a header with a crawl job's block list, as
-// Brozzler sends it with every request: 200 rules, half of them regexes.
-func BenchmarkParseBlocks(b *testing.B) {
-	var rules []string
-	for i := range 100 {
-		rules = append(rules, fmt.Sprintf(`{"domain":"ads%d.example.com"}`, i),
-			fmt.Sprintf(`{"regex":"^https?://[^/]*tracker%d\\.example\\.(com|net)/.*[?&](utm_[a-z]+|fbclid)=[\\w-]{1,64}.*$"}`, i))
-	}
-	header := `{"blocks":[` + strings.Join(rules, ",") + `]}`
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Parse(header); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

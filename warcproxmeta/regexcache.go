@@ -6,13 +6,15 @@ import (
 	"sync"
 )
 
-// compiledRegexes keeps the block rules' regexes by pattern. A crawler
-// such as Brozzler sends its job's whole block list with every request,
-// and compiling it each time cost more than many fetches: a bounded repeat
-// of a large class (`[\p{L}\p{N}]{1000}`) takes a millisecond and 40 KB.
-// A Regexp is safe for concurrent use, so one is shared by all requests.
-var compiledRegexes struct {
-	sync.Mutex
+// Parser parses Warcprox-Meta headers, keeping the block rules' regexes
+// by pattern. A crawler such as Brozzler sends its job's whole block list
+// with every request, and compiling it each time cost more than many
+// fetches: a bounded repeat of a large class (`[\p{L}\p{N}]{1000}`)
+// takes a millisecond and 40 KB. A Regexp is safe for concurrent use, so
+// one is shared by all the requests a Parser parses. The zero Parser is
+// ready to use.
+type Parser struct {
+	mu    sync.Mutex
 	m     map[string]*regexp.Regexp
 	insts int // program instructions of the regexes in m
 }
@@ -32,10 +34,10 @@ const (
 // compileFull compiles like urlcanon: Python re.match of pattern+`\Z`.
 // The suffix is appended without grouping, exactly as urlcanon does; the
 // pattern must parse on its own first (else "a)|(b" would pass).
-func compileFull(pattern string) (*regexp.Regexp, error) {
-	compiledRegexes.Lock()
-	re, ok := compiledRegexes.m[pattern]
-	compiledRegexes.Unlock()
+func (p *Parser) compileFull(pattern string) (*regexp.Regexp, error) {
+	p.mu.Lock()
+	re, ok := p.m[pattern]
+	p.mu.Unlock()
 	if ok {
 		return re, nil
 	}
@@ -48,20 +50,19 @@ func compileFull(pattern string) (*regexp.Regexp, error) {
 		return nil, err
 	}
 	if prog, err := syntax.Compile(parsed.Simplify()); err == nil && len(prog.Inst) <= maxCachedRegexSize {
-		keepRegex(pattern, re, len(prog.Inst))
+		p.keep(pattern, re, len(prog.Inst))
 	}
 	return re, nil
 }
 
-func keepRegex(pattern string, re *regexp.Regexp, insts int) {
-	compiledRegexes.Lock()
-	defer compiledRegexes.Unlock()
-	if compiledRegexes.m == nil || len(compiledRegexes.m) >= maxCompiledRegexes ||
-		compiledRegexes.insts+insts > maxCachedInsts {
-		compiledRegexes.m, compiledRegexes.insts = make(map[string]*regexp.Regexp), 0
+func (p *Parser) keep(pattern string, re *regexp.Regexp, insts int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) >= maxCompiledRegexes || p.insts+insts > maxCachedInsts {
+		p.m, p.insts = make(map[string]*regexp.Regexp), 0
 	}
-	if _, ok := compiledRegexes.m[pattern]; !ok {
-		compiledRegexes.m[pattern] = re
-		compiledRegexes.insts += insts
+	if _, ok := p.m[pattern]; !ok {
+		p.m[pattern] = re
+		p.insts += insts
 	}
 }

@@ -13,9 +13,10 @@ import (
 // regex once; the next request's rule holds the same compiled regex.
 func TestRegexCacheShares(t *testing.T) {
 	header := `{"blocks":[{"regex":"^https?://tracker\\.example/.*"}]}`
-	a, err := Parse(header)
+	var p Parser
+	a, err := p.Parse(header)
 	require.NoError(t, err)
-	b, err := Parse(header)
+	b, err := p.Parse(header)
 	require.NoError(t, err)
 	require.Same(t, a.Blocks[0].regex, b.Blocks[0].regex)
 }
@@ -32,10 +33,11 @@ func TestRegexCacheMemory(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
+	var p Parser
 	before := heap()
 	big := strings.Repeat(`[\\p{L}\\p{N}]{1000}`, 17) // about 850 KB compiled
 	for i := range 12 {
-		_, err := Parse(fmt.Sprintf(`{"blocks":[{"regex":"%s%d"}]}`, big, i))
+		_, err := p.Parse(fmt.Sprintf(`{"blocks":[{"regex":"%s%d"}]}`, big, i))
 		require.NoError(t, err)
 	}
 	grown := int64(heap()) - int64(before)
@@ -45,13 +47,12 @@ func TestRegexCacheMemory(t *testing.T) {
 // TestRegexCacheBudget: regexes small enough to keep, but many, stay
 // within the cache's size.
 func TestRegexCacheBudget(t *testing.T) {
-	re, err := compileFull("x")
+	var p Parser
+	re, err := p.compileFull("x")
 	require.NoError(t, err)
 	for i := range 200 {
-		keepRegex(fmt.Sprint("pattern", i), re, maxCachedRegexSize)
+		p.keep(fmt.Sprint("pattern", i), re, maxCachedRegexSize)
 	}
-	compiledRegexes.Lock()
-	defer compiledRegexes.Unlock()
-	require.NotEmpty(t, compiledRegexes.m)
-	require.LessOrEqual(t, compiledRegexes.insts, maxCachedInsts)
+	require.NotEmpty(t, p.m)
+	require.LessOrEqual(t, p.insts, maxCachedInsts)
 }

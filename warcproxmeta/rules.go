@@ -33,14 +33,14 @@ var ruleStringKeys = map[string]bool{
 	"parent_url_regex": true, "url_match": true, "value": true,
 }
 
-func parseRules(field string, raw []byte) ([]*Rule, error) {
+func (p *Parser) parseRules(field string, raw []byte) ([]*Rule, error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, fieldErr(field, "must be a list of rule objects")
 	}
 	rules := make([]*Rule, 0, len(items))
 	for i, it := range items {
-		r, err := parseRule(it)
+		r, err := p.parseRule(it)
 		if err != nil {
 			return nil, fieldErr(field, "rule %d: %v", i, err)
 		}
@@ -49,7 +49,7 @@ func parseRules(field string, raw []byte) ([]*Rule, error) {
 	return rules, nil
 }
 
-func parseRule(raw json.RawMessage) (*Rule, error) {
+func (p *Parser) parseRule(raw json.RawMessage) (*Rule, error) {
 	var obj map[string]json.RawMessage
 	if firstByte(raw) != '{' || json.Unmarshal(raw, &obj) != nil {
 		return nil, reason("must be a JSON object")
@@ -90,7 +90,7 @@ func parseRule(raw json.RawMessage) (*Rule, error) {
 	regex := str["regex"]
 	r.parentURLRegex = str["parent_url_regex"] != ""
 	if r.parentURLRegex {
-		if _, err := compileFull(str["parent_url_regex"]); err != nil {
+		if _, err := p.compileFull(str["parent_url_regex"]); err != nil {
 			return nil, fmt.Errorf(`"parent_url_regex": %v`, err)
 		}
 	}
@@ -113,7 +113,7 @@ func parseRule(raw json.RawMessage) (*Rule, error) {
 		*target = v
 	}
 	if regex != "" {
-		re, err := compileFull(regex)
+		re, err := p.compileFull(regex)
 		if err != nil {
 			return nil, fmt.Errorf(`"regex": %v`, err)
 		}
@@ -157,7 +157,7 @@ func prefixOrExact(s, p string, exact bool) bool {
 // decompressBlocks decodes compressed_blocks: base64 (characters outside the
 // alphabet are skipped, as Python's b64decode does) of zlib-compressed JSON.
 // gzip is accepted too.
-func decompressBlocks(s string) ([]*Rule, error) {
+func (p *Parser) decompressBlocks(s string) ([]*Rule, error) {
 	const field = "compressed_blocks"
 	clean := strings.Map(func(c rune) rune {
 		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' {
@@ -188,5 +188,5 @@ func decompressBlocks(s string) ([]*Rule, error) {
 	if !json.Valid(plain) {
 		return nil, fieldErr(field, "does not decompress to valid JSON")
 	}
-	return parseRules(field, plain)
+	return p.parseRules(field, plain)
 }
