@@ -3,6 +3,8 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/warcproxy/warcproxy/internal/store"
 )
@@ -12,19 +14,26 @@ import (
 // fail every lookup and count for as long as the proxy runs, so it is a
 // mistake in the configuration, found before anything is created (the
 // command runs this after Parse). A Redis that is down or busy is not:
-// the proxy starts and retries it at each use.
-func (c Config) CheckStores() error {
-	var p problems
-	seen := map[string]bool{}
-	for _, f := range []struct{ flag, spec string }{{"dedup-db", c.DedupDB}, {"stats-db", c.StatsDB}} {
+// the proxy starts and retries it at each use. The two are asked at once,
+// so that a start waits at most one probe's time.
+func (c Config) CheckStores(ctx context.Context) error {
+	flags := []struct{ flag, spec string }{{"dedup-db", c.DedupDB}, {"stats-db", c.StatsDB}}
+	if c.StatsDB == c.DedupDB {
+		flags = flags[:1]
+	}
+	errs := make([]error, len(flags))
+	var wg sync.WaitGroup
+	for i, f := range flags {
 		s, err := store.Parse(f.spec)
-		if err != nil || seen[f.spec] {
+		if err != nil {
 			continue // a spec that does not parse is Validate's to report
 		}
-		seen[f.spec] = true
-		if err := store.CheckRefused(context.Background(), s); err != nil {
-			p.bad(f.flag, "%v", err)
-		}
+		wg.Go(func() {
+			if err := store.CheckRefused(ctx, s); err != nil {
+				errs[i] = fmt.Errorf("--%s: %w", f.flag, err)
+			}
+		})
 	}
-	return errors.Join(p...)
+	wg.Wait()
+	return errors.Join(errs...)
 }
