@@ -8,7 +8,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -220,10 +219,8 @@ func TestLargeHeader(t *testing.T) {
 		b.WriteString(`{"domain":"d` + strings.Repeat("y", 40) + `.com","substring":"/z"}`)
 	}
 	b.WriteString(`],"dedup-buckets":{"a":"rw"}}`)
-	start := time.Now()
 	m, err := Parse(b.String())
 	require.NoError(t, err)
-	require.Less(t, time.Since(start), 2*time.Second)
 	require.Equal(t, "big", *m.WarcPrefix)
 	require.Greater(t, len(m.Blocks), 1000)
 	_, blocked := m.Blocked("http://example.com/")

@@ -458,15 +458,21 @@ func TestSpoolDiskFull(t *testing.T) {
 	client := p.Client()
 	defer client.CloseIdleConnections()
 	filler := faultfs.Fill(t, spool, "filler")
+	start := time.Now()
 	for i := range 3 {
 		url, o := origin.get(client, "/page")
 		require.False(t, o.ok, "GET %s #%d: a whole 200 while the response could not be spooled", url, i)
 		require.Error(t, o.err, "GET %s #%d", url, i)
 		t.Logf("the client saw: %v", o.err)
 	}
+	took := time.Since(start)
 	p.Settle()
 	require.EqualValues(t, 3, p.Status(t)["capture_errors"])
-	require.Equal(t, 1, strings.Count(p.Log(), `msg="capture not archived"`), "one log line a second, not one per capture")
+	if lines := strings.Count(p.Log(), `msg="capture not archived"`); took < time.Second {
+		require.Equal(t, 1, lines, "one log line a second, not one per capture")
+	} else {
+		t.Logf("the fetches took %s: %d log lines", took, lines) // a loaded machine
+	}
 	require.Contains(t, p.Log(), "no space left on device")
 
 	require.NoError(t, os.Remove(filler))
