@@ -149,19 +149,10 @@ func TestBrozzlerWriteRecordHostNA(t *testing.T) {
 	br := bufio.NewReader(c2)
 	_ = c2.SetReadDeadline(time.Now().Add(10 * time.Second))
 	get := fmt.Sprintf("GET %s/?body=page HTTP/1.1\r\nHost: %s\r\n\r\n", origin.URL, strings.TrimPrefix(origin.URL, "http://"))
-	for i, req := range []string{
-		get,
+	sendAll(t, c2, br, get,
 		brozzlerWriteRecord("youtube-dl:https://example.com/", "metadata",
 			"application/vnd.youtube-dl_formats+json;charset=utf-8", `{"warc-prefix":"job"}`, `{"formats":[]}`, true),
-		get,
-	} {
-		_, err = io.WriteString(c2, req)
-		require.NoError(t, err)
-		resp, err := http.ReadResponse(br, nil)
-		require.NoError(t, err, "request %d", i)
-		body, _ := io.ReadAll(resp.Body)
-		require.Less(t, resp.StatusCode, 300, "request %d: %s", i, body)
-	}
+		get)
 	p.Stop()
 
 	var uris []string
@@ -222,18 +213,9 @@ func TestWriteRecordWithoutHost(t *testing.T) {
 	br := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	host := strings.TrimPrefix(origin.URL, "http://")
-	for i, req := range []string{
-		documented,
+	sendAll(t, c, br, documented,
 		fmt.Sprintf("GET %s/?body=page HTTP/1.1\r\nHost: %s\r\n\r\n", origin.URL, host),
-		strings.Replace(documented, "special://url/some?thing", "special://url/second", 1),
-	} {
-		_, err = io.WriteString(c, req)
-		require.NoError(t, err)
-		resp, err := http.ReadResponse(br, nil)
-		require.NoError(t, err, "request %d", i)
-		body, _ := io.ReadAll(resp.Body)
-		require.Less(t, resp.StatusCode, 300, "request %d: %s", i, body)
-	}
+		strings.Replace(documented, "special://url/some?thing", "special://url/second", 1))
 	p.Stop()
 
 	resources := byType(t, warccheck.Dir(t, p.Dir), "resource")
@@ -242,5 +224,19 @@ func TestWriteRecordWithoutHost(t *testing.T) {
 		require.True(t, ok, "no resource record for %s", uri)
 		require.Equal(t, "i am a warc record payload!\r\n", string(rec.Block))
 		require.Equal(t, "text/plain;charset=utf-8", rec.Header["Content-Type"])
+	}
+}
+
+// sendAll sends each raw request on c in turn and reads its answer from
+// br, which must be a success.
+func sendAll(t *testing.T, c net.Conn, br *bufio.Reader, reqs ...string) {
+	t.Helper()
+	for i, req := range reqs {
+		_, err := io.WriteString(c, req)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err, "request %d", i)
+		body, _ := io.ReadAll(resp.Body)
+		require.Less(t, resp.StatusCode, 300, "request %d: %s", i, body)
 	}
 }
