@@ -38,24 +38,12 @@ func Buckets(targetURL string, m *warcproxmeta.Meta) []string {
 	list := m.StatsBuckets()
 	out := make([]string, 1, 1+len(list))
 	out[0] = AllBucket
-	var seen map[string]struct{} // for a long list (see linearSetMax)
-	if len(list) > linearSetMax {
-		seen = make(map[string]struct{}, 1+len(list))
-		seen[AllBucket] = struct{}{}
-	}
+	var seen seenNames
+	seen.seen(AllBucket)
 	add := func(name string) {
-		if !validName(name) {
-			return
+		if validName(name) && !seen.seen(name) {
+			out = append(out, name)
 		}
-		if seen != nil {
-			if _, dup := seen[name]; dup {
-				return
-			}
-			seen[name] = struct{}{}
-		} else if slices.Contains(out, name) {
-			return
-		}
-		out = append(out, name)
 	}
 	host, hostDone := "", false
 	for _, b := range list {
@@ -340,4 +328,36 @@ func pctEncodeHost(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// seenNames tells a name seen before from a new one: through the names
+// themselves while they are few (a request names one to three buckets),
+// through a map past linearSetMax, so that a header naming 100,000
+// buckets costs linear time rather than quadratic.
+type seenNames struct {
+	list []string
+	set  map[string]struct{}
+}
+
+// seen reports whether name was seen before, and notes it.
+func (s *seenNames) seen(name string) bool {
+	if s.set != nil {
+		if _, ok := s.set[name]; ok {
+			return true
+		}
+		s.set[name] = struct{}{}
+		return false
+	}
+	if slices.Contains(s.list, name) {
+		return true
+	}
+	s.list = append(s.list, name)
+	if len(s.list) > linearSetMax {
+		s.set = make(map[string]struct{}, 4*len(s.list))
+		for _, n := range s.list {
+			s.set[n] = struct{}{}
+		}
+		s.list = nil
+	}
+	return false
 }

@@ -218,20 +218,9 @@ func (t *Tracker) Tally(buckets []string, o Outcome, wireBytes int64) *Tally {
 	if t.store != nil {
 		x.t = t
 	}
-	var seen map[string]struct{} // for a long list (see linearSetMax)
-	if len(buckets) > linearSetMax {
-		seen = make(map[string]struct{}, len(buckets))
-	}
+	var seen seenNames
 	for _, name := range buckets {
-		if !validName(name) {
-			continue
-		}
-		if seen != nil {
-			if _, dup := seen[name]; dup {
-				continue
-			}
-			seen[name] = struct{}{}
-		} else if slices.ContainsFunc(x.entries, func(e *entry) bool { return e.name == name }) {
+		if !validName(name) || seen.seen(name) {
 			continue
 		}
 		x.entries = append(x.entries, t.update(name, func(e *entry) { e.local.add(x.d) }))
