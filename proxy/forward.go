@@ -48,6 +48,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 		c, resp := f.c, f.resp // not f: the closure would move it to the heap for every exchange
 		return func() { s.splice(w, c, resp) }
 	}
+	if ex.SpoolErr() != nil {
+		s.spoolFailed(w, &f, ex)
+		return nil
+	}
 	s.respond(w, f.resp, ex)
 	aborted := s.stream(w, &f, ex)
 	s.finish(&f, ex)
@@ -186,6 +190,18 @@ func (s *Server) fetchFailed(w http.ResponseWriter, r *http.Request, ex *capture
 	status, kind, label := s.noteUpstreamError(ex.TargetURI, err)
 	textError(w, status, upstreamMessage(kind, "fetching", ex.TargetURI, err))
 	s.opts.Capture.FetchFailed(ex, label, err)
+}
+
+// spoolFailed answers an exchange whose request or response head could
+// not be spooled (a full --tmp-dir disk), before anything was sent: it
+// cannot be archived, so the client gets a 503 to try again rather than a
+// response that no WARC holds (a body that fails later is cut, see
+// copyBody). The capture stage logs why.
+func (s *Server) spoolFailed(w http.ResponseWriter, f *fetched, ex *capture.Exchange) {
+	f.stop()
+	f.reusable = false
+	s.finish(f, ex)
+	textError(w, http.StatusServiceUnavailable, "warcproxy: cannot record this exchange now (spooling it failed; see the proxy's log): try again later")
 }
 
 // finish ends the fetch: the origin connection goes back to the pool when

@@ -482,6 +482,39 @@ func TestSpoolDiskFull(t *testing.T) {
 	requireAllWritten(t, p, []string{url})
 }
 
+// TestSpoolDiskFullBeforeTheHead: when not even the request or the
+// response head can be spooled (--spool-memory 0 puts every byte on the
+// full disk), the client gets a 503 before anything else, for a HEAD too,
+// whose answer has no body to cut.
+func TestSpoolDiskFullBeforeTheHead(t *testing.T) {
+	spool := faultfs.Tmpfs(t, 4<<20)
+	origin := newDiskOrigin(t, 1000)
+	p := proxytest.Start(t, func(c *config.Config) {
+		c.TmpDir = spool
+		c.SpoolMemory = 0
+	})
+	client := p.Client()
+	defer client.CloseIdleConnections()
+	filler := faultfs.Fill(t, spool, "filler")
+	for _, method := range []string{http.MethodHead, http.MethodGet} {
+		req, err := http.NewRequest(method, origin.URL+"/page", nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s: %s", method, body)
+	}
+	p.Settle()
+	require.EqualValues(t, 2, p.Status(t)["capture_errors"])
+
+	require.NoError(t, os.Remove(filler))
+	url, o := origin.get(client, "/page")
+	require.NoError(t, o.err)
+	require.True(t, o.ok)
+	requireAllWritten(t, p, []string{url})
+}
+
 // TestStuckDiskShutdown: a disk that stops answering (writes that never
 // return, not fail) cannot hold a shutdown past --shutdown-timeout: the
 // proxy exits, saying the files are left .open, and what it wrote before
