@@ -1,6 +1,7 @@
 package warcproxmeta
 
 import (
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"sync"
@@ -15,54 +16,73 @@ import (
 // ready to use.
 type Parser struct {
 	mu    sync.Mutex
-	m     map[string]*regexp.Regexp
+	m     map[string]compiledRegex
 	insts int // program instructions of the regexes in m
 }
 
-// The cache is bounded by count and by size, counted in program
-// instructions (about 50 bytes each): a short pattern may compile to a
-// large program, and one that a single request would hold until it ends
-// would otherwise stay, so a client sending ever new patterns could pin
-// gigabytes. When either bound is reached the cache starts over; a regex
-// too large to keep is compiled for each request, as without a cache.
+// compiledRegex is a kept regex and the size of its program.
+type compiledRegex struct {
+	re    *regexp.Regexp
+	insts int
+}
+
+// What a header's regexes may cost, counted in program instructions
+// (about 50 bytes each, and the time to build them): a short pattern may
+// compile to a large program, and a header up to --max-header-bytes could
+// otherwise hold a core and gigabytes for minutes (10,000 rules of
+// `[\p{L}\p{N}]{1000}`: 8 s and 650 MB). A block list of 200 ordinary URL
+// regexes is about 40,000 instructions. Past either bound: a 400.
+const (
+	maxRegexInsts  = 16 << 10 // one regex
+	maxHeaderInsts = 1 << 20  // all the regexes of one header
+)
+
+// The cache is bounded by count and by size: a client sending ever new
+// patterns must not pin what each request used to release. When either
+// bound is reached it starts over.
 const (
 	maxCompiledRegexes = 4096
 	maxCachedInsts     = 1 << 20 // about 50 MB
-	maxCachedRegexSize = maxCachedInsts / 64
 )
 
 // compileFull compiles like urlcanon: Python re.match of pattern+`\Z`.
 // The suffix is appended without grouping, exactly as urlcanon does; the
-// pattern must parse on its own first (else "a)|(b" would pass).
-func (p *Parser) compileFull(pattern string) (*regexp.Regexp, error) {
+// pattern must parse on its own first (else "a)|(b" would pass). It
+// returns the size of the program too, for the header's budget.
+func (p *Parser) compileFull(pattern string) (*regexp.Regexp, int, error) {
 	p.mu.Lock()
-	re, ok := p.m[pattern]
+	c, ok := p.m[pattern]
 	p.mu.Unlock()
 	if ok {
-		return re, nil
+		return c.re, c.insts, nil
 	}
 	parsed, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	re, err = regexp.Compile(`^(?:` + pattern + `\z)`)
+	prog, err := syntax.Compile(parsed.Simplify())
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if prog, err := syntax.Compile(parsed.Simplify()); err == nil && len(prog.Inst) <= maxCachedRegexSize {
-		p.keep(pattern, re, len(prog.Inst))
+	if len(prog.Inst) > maxRegexInsts {
+		return nil, 0, fmt.Errorf("compiles to %d instructions, more than the %d a regex may", len(prog.Inst), maxRegexInsts)
 	}
-	return re, nil
+	re, err := regexp.Compile(`^(?:` + pattern + `\z)`)
+	if err != nil {
+		return nil, 0, err
+	}
+	p.keep(pattern, compiledRegex{re, len(prog.Inst)})
+	return re, len(prog.Inst), nil
 }
 
-func (p *Parser) keep(pattern string, re *regexp.Regexp, insts int) {
+func (p *Parser) keep(pattern string, c compiledRegex) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.m == nil || len(p.m) >= maxCompiledRegexes || p.insts+insts > maxCachedInsts {
-		p.m, p.insts = make(map[string]*regexp.Regexp), 0
+	if p.m == nil || len(p.m) >= maxCompiledRegexes || p.insts+c.insts > maxCachedInsts {
+		p.m, p.insts = make(map[string]compiledRegex), 0
 	}
 	if _, ok := p.m[pattern]; !ok {
-		p.m[pattern] = re
-		p.insts += insts
+		p.m[pattern] = c
+		p.insts += c.insts
 	}
 }

@@ -26,6 +26,7 @@ type Rule struct {
 	regex                          *regexp.Regexp
 	parentURLRegex                 bool // warcprox passes no parent url: such a rule never applies
 	exact                          bool
+	insts                          int // program size of its regexes (see maxHeaderInsts)
 }
 
 var ruleStringKeys = map[string]bool{
@@ -39,10 +40,14 @@ func (p *Parser) parseRules(field string, raw []byte) ([]*Rule, error) {
 		return nil, fieldErr(field, "must be a list of rule objects")
 	}
 	rules := make([]*Rule, 0, len(items))
+	insts := 0
 	for i, it := range items {
 		r, err := p.parseRule(it)
 		if err != nil {
 			return nil, fieldErr(field, "rule %d: %v", i, err)
+		}
+		if insts += r.insts; insts > maxHeaderInsts {
+			return nil, fieldErr(field, "rule %d: the rules' regexes compile to more than the %d instructions a header may use", i, maxHeaderInsts)
 		}
 		rules = append(rules, r)
 	}
@@ -90,9 +95,11 @@ func (p *Parser) parseRule(raw json.RawMessage) (*Rule, error) {
 	regex := str["regex"]
 	r.parentURLRegex = str["parent_url_regex"] != ""
 	if r.parentURLRegex {
-		if _, err := p.compileFull(str["parent_url_regex"]); err != nil {
+		_, n, err := p.compileFull(str["parent_url_regex"])
+		if err != nil {
 			return nil, fmt.Errorf(`"parent_url_regex": %v`, err)
 		}
+		r.insts += n
 	}
 	if um := str["url_match"]; um != "" { // deprecated form: url_match + value
 		v := str["value"]
@@ -113,11 +120,11 @@ func (p *Parser) parseRule(raw json.RawMessage) (*Rule, error) {
 		*target = v
 	}
 	if regex != "" {
-		re, err := p.compileFull(regex)
+		re, n, err := p.compileFull(regex)
 		if err != nil {
 			return nil, fmt.Errorf(`"regex": %v`, err)
 		}
-		r.regex = re
+		r.regex, r.insts = re, r.insts+n
 	}
 	return r, nil
 }
