@@ -120,6 +120,18 @@ func (n *namer) nextSerial(prefix string) int {
 	return s
 }
 
+// giveBack returns serial, the last one nextSerial gave for prefix, when
+// no file was kept under it (its creation or first write failed, as on a
+// full disk): else every retry would leave a gap in the numbers, which an
+// archive's checks take for a lost file. A serial given out since is kept.
+func (n *namer) giveBack(prefix string, serial int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.serials[prefix] == serial+1 {
+		n.serials[prefix] = serial
+	}
+}
+
 // render returns the final file name (without ".open").
 func (n *namer) render(prefix string, serial int, now time.Time) string {
 	now = now.UTC()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -160,4 +161,30 @@ func TestStatsFailingWithPartialWrites(t *testing.T) {
 	closePool(t, p)
 	tr.requireAll(t, 2, nil)
 	checkFiles(t, dir, 2)
+}
+
+// TestSerialsWithoutGaps: a file that could not be made, or whose first
+// write failed (a full disk), does not use up a serial number: the file
+// written once the disk has room again is number 00000, so an archive's
+// check for missing files finds no gap.
+func TestSerialsWithoutGaps(t *testing.T) {
+	for _, op := range []string{"open", "write"} {
+		t.Run(op, func(t *testing.T) {
+			fsys := newFaultFS()
+			o := Options{Dir: t.TempDir(), FS: fsys, Workers: 1, Compression: warcscan.Gzip, Hostname: "crawler1.example.org"}
+			o.backoffMin, o.backoffMax = time.Millisecond, 2*time.Millisecond
+			p, err := New(o, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			fsys.set(op, fault{fail: 5, err: syscall.ENOSPC})
+			tr := newTracker()
+			enqueueAll(t, p, makeCapture(t, captureSpec{uri: "http://example.org/", bodySize: 2000, prefix: "a"}, tr))
+			require.Eventually(t, func() bool { return p.Stats().CapturesWritten == 1 }, 10*time.Second, time.Millisecond)
+			require.GreaterOrEqual(t, p.Stats().WriteErrors, uint64(5))
+			closePool(t, p)
+			names, err := filepath.Glob(filepath.Join(o.Dir, "a-*.warc.gz"))
+			require.NoError(t, err)
+			require.Len(t, names, 1)
+			require.Contains(t, filepath.Base(names[0]), "-00000-", "the first file kept is number 0")
+		})
+	}
 }

@@ -22,6 +22,7 @@ type warcFile struct {
 	prefix     string
 	dir        string // directory of the file
 	name       string // final name
+	serial     int    // the {serialno} in name
 	path       string // path while open: with ".open", or the final one (NoOpenSuffix)
 	f          File
 	out        *output
@@ -46,7 +47,7 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 	if p.opts.SubdirPrefix {
 		dir = filepath.Join(dir, prefix)
 	}
-	name, path, f, err := p.createFile(dir, prefix)
+	name, serial, path, f, err := p.createFile(dir, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +55,7 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 		prefix:    prefix,
 		dir:       dir,
 		name:      name,
+		serial:    serial,
 		path:      path,
 		f:         f,
 		out:       newOutput(f, make([]byte, bufSize)),
@@ -62,6 +64,7 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 	if err := w.writeHead(wf); err != nil {
 		_ = f.Close()
 		_ = p.opts.FS.Remove(path)
+		p.names.giveBack(prefix, serial)
 		return nil, err
 	}
 	w.files[prefix] = wf
@@ -71,15 +74,18 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 }
 
 // createFile creates and locks a new file in dir under the next free name
-// for prefix (its final name, or that plus .open).
-func (p *Pool) createFile(dir, prefix string) (name, path string, f File, err error) {
+// for prefix (its final name, or that plus .open), and says which serial
+// number the name has.
+func (p *Pool) createFile(dir, prefix string) (name string, serial int, path string, f File, err error) {
 	for range maxNameTries {
-		name = p.names.render(prefix, p.names.nextSerial(prefix), time.Now())
+		serial = p.names.nextSerial(prefix)
+		name = p.names.render(prefix, serial, time.Now())
 		final := filepath.Join(dir, name)
 		if _, err := p.opts.FS.Stat(final); err == nil {
 			continue // a closed file of that name exists (another process?)
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", "", nil, fmt.Errorf("checking warc file name: %w", err)
+			p.names.giveBack(prefix, serial)
+			return "", 0, "", nil, fmt.Errorf("checking warc file name: %w", err)
 		}
 		path = final + openSuffix
 		if p.opts.NoOpenSuffix {
@@ -93,16 +99,22 @@ func (p *Pool) createFile(dir, prefix string) (name, path string, f File, err er
 			// The directory went away (an operator cleaning up?): make
 			// it again, and fail on the next try if that did not help.
 			if merr := p.opts.FS.MkdirAll(dir, 0o755); merr != nil {
-				return "", "", nil, fmt.Errorf("creating warc directory: %w", merr)
+				p.names.giveBack(prefix, serial)
+				return "", 0, "", nil, fmt.Errorf("creating warc directory: %w", merr)
 			}
 			f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		}
 		if err != nil {
-			return "", "", nil, fmt.Errorf("opening warc file: %w", err)
+			p.names.giveBack(prefix, serial)
+			return "", 0, "", nil, fmt.Errorf("opening warc file: %w", err)
 		}
-		return name, path, f, p.lock(f, path)
+		if err := p.lock(f, path); err != nil {
+			p.names.giveBack(prefix, serial)
+			return "", 0, "", nil, err
+		}
+		return name, serial, path, f, nil
 	}
-	return "", "", nil, fmt.Errorf("opening warc file: no free name after %d tries (last %s)", maxNameTries, name)
+	return "", 0, "", nil, fmt.Errorf("opening warc file: no free name after %d tries (last %s)", maxNameTries, name)
 }
 
 // lock locks the new file f at path; on failure f is closed (and removed
@@ -205,6 +217,8 @@ func (w *worker) finish(wf *warcFile, empty bool) {
 		}
 		if err := p.opts.FS.Remove(wf.path); err != nil {
 			fail("removing empty warc file", err)
+		} else {
+			p.names.giveBack(wf.prefix, wf.serial)
 		}
 		return
 	}
