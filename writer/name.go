@@ -66,7 +66,7 @@ func newNamer(o Options) (*namer, error) {
 	}
 	// A template, host name or port that yields a path is refused now
 	// rather than at the first file.
-	if name := n.render(o.Prefix, 0, time.Now()); strings.ContainsAny(name, "/\\\x00") || name == n.ext {
+	if name := n.render(o.Prefix, 0, time.Now(), 0); strings.ContainsAny(name, "/\\\x00") || name == n.ext {
 		return nil, fmt.Errorf("filename template %q yields an invalid file name %q", o.FilenameTemplate, name)
 	}
 	return n, nil
@@ -132,8 +132,9 @@ func (n *namer) giveBack(prefix string, serial int) {
 	}
 }
 
-// render returns the final file name (without ".open").
-func (n *namer) render(prefix string, serial int, now time.Time) string {
+// render returns the final file name (without ".open"); dup > 0 appends
+// "-dup" before the extension.
+func (n *namer) render(prefix string, serial int, now time.Time, dup int) string {
 	now = now.UTC()
 	b := make([]byte, 0, 96)
 	for _, s := range n.segments {
@@ -161,6 +162,10 @@ func (n *namer) render(prefix string, serial int, now time.Time) string {
 		case phPort:
 			b = append(b, n.port...)
 		}
+	}
+	if dup > 0 {
+		b = append(b, '-')
+		b = strconv.AppendInt(b, int64(dup), 10)
 	}
 	b = append(b, n.ext...)
 	return string(b)

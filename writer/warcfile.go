@@ -13,7 +13,8 @@ import (
 const (
 	bufSize = 256 << 10 // per open file
 	// maxNameTries bounds the search for a free file name (a template
-	// without {serialno} can yield the same name again and again).
+	// without {serialno} numbers the names it yields again: it finds a
+	// free one among at most this many taken ones).
 	maxNameTries = 1000
 )
 
@@ -77,9 +78,22 @@ func (w *worker) file(prefix string) (*warcFile, error) {
 // for prefix (its final name, or that plus .open), and says which serial
 // number the name has.
 func (p *Pool) createFile(dir, prefix string) (name string, serial int, path string, f File, err error) {
+	// A template that renders a taken name again (one without {serialno},
+	// such as "{prefix}" or "{prefix}-{timestamp14}" within its second)
+	// would search in vain until the clock moved, or forever: such a name
+	// is numbered instead, "NAME-1.warc.gz", "NAME-2.warc.gz"...
+	var last string
+	dup := 0
 	for range maxNameTries {
-		serial = p.names.nextSerial(prefix)
-		name = p.names.render(prefix, serial, time.Now())
+		var now time.Time
+		serial, now = p.names.nextSerial(prefix), time.Now()
+		name = p.names.render(prefix, serial, now, 0)
+		if name == last {
+			dup++
+			name = p.names.render(prefix, serial, now, dup)
+		} else {
+			last, dup = name, 0
+		}
 		final := filepath.Join(dir, name)
 		if _, err := p.opts.FS.Stat(final); err == nil {
 			continue // a closed file of that name exists (another process?)

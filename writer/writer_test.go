@@ -283,6 +283,25 @@ func TestFilenameTemplate(t *testing.T) {
 		}
 		warccheck.Files(t, filepath.Join(dir, "x-00002.warc.gz"))
 	})
+
+	// A template without {serialno} renders the same name for every file:
+	// the writer used to retry that taken name until shutdown dropped the
+	// captures waiting behind it.
+	t.Run("a name rendered again is numbered", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "x.warc.gz"), []byte("keep"), 0o644))
+		p, _ := newPool(t, Options{Dir: dir, FilenameTemplate: "{prefix}", Prefix: "x", Compression: warcscan.Gzip,
+			RolloverSize: 1, Workers: 1})
+		for range 3 {
+			enqueueAll(t, p, makeCapture(t, captureSpec{uri: "http://example.org/", bodySize: 10}, nil))
+		}
+		closePool(t, p)
+		require.ElementsMatch(t, []string{"x.warc.gz", "x-1.warc.gz", "x-2.warc.gz", "x-3.warc.gz"}, dirNames(t, dir))
+		b, err := os.ReadFile(filepath.Join(dir, "x.warc.gz"))
+		require.NoError(t, err)
+		require.Equal(t, "keep", string(b))
+		warccheck.Files(t, filepath.Join(dir, "x-1.warc.gz"), filepath.Join(dir, "x-2.warc.gz"), filepath.Join(dir, "x-3.warc.gz"))
+	})
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {

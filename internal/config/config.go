@@ -304,6 +304,14 @@ func (c Config) validateOutput(p *problems) {
 		p.bad("prefix", "must not be empty (use - to proxy without archiving)")
 	case c.Prefix != "-" && strings.ContainsAny(c.Prefix, "/\\\x00"):
 		p.bad("prefix", "%q must not contain / or \\ (it becomes part of a file name)", c.Prefix)
+	// The writer refuses these too (as it does a Warcprox-Meta warc-prefix),
+	// but only when it starts: say so here, as a bad flag.
+	case strings.HasPrefix(c.Prefix, "."):
+		p.bad("prefix", "%q must not start with a dot (it becomes part of a file name)", c.Prefix)
+	case len(c.Prefix) > 200:
+		p.bad("prefix", "must be at most 200 bytes, got %d", len(c.Prefix))
+	case strings.ContainsFunc(c.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		p.bad("prefix", "%q must not contain control characters", c.Prefix)
 	}
 	if err := checkFilenameTemplate(c.WARCFilename); err != nil {
 		p.bad("warc-filename", "%v", err)
