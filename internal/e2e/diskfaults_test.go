@@ -448,16 +448,8 @@ func TestDiskFullTmpfs(t *testing.T) {
 // 200 that no WARC holds; the capture is counted as an error. Once there
 // is room again, the same URL is fetched and archived whole.
 func TestSpoolDiskFull(t *testing.T) {
-	spool := faultfs.Tmpfs(t, 4<<20)
-	const bodySize = 1 << 20
-	origin := newDiskOrigin(t, bodySize)
-	p := proxytest.StartLogged(t, func(c *config.Config) {
-		c.TmpDir = spool
-		c.SpoolMemory = 64 << 10
-	})
-	client := p.Client()
-	defer client.CloseIdleConnections()
-	filler := faultfs.Fill(t, spool, "filler")
+	s := startFullSpool(t, 1<<20, 64<<10)
+	p, client, origin := s.p, s.client, s.origin
 	start := time.Now()
 	for i := range 3 {
 		url, o := origin.get(client, "/page")
@@ -474,12 +466,7 @@ func TestSpoolDiskFull(t *testing.T) {
 		t.Logf("the fetches took %s: %d log lines", took, lines) // a loaded machine
 	}
 	require.Contains(t, p.Log(), "no space left on device")
-
-	require.NoError(t, os.Remove(filler))
-	url, o := origin.get(client, "/page")
-	require.NoError(t, o.err)
-	require.True(t, o.ok)
-	requireAllWritten(t, p, []string{url})
+	s.freeAndRefetch(t)
 }
 
 // TestSpoolDiskFullBeforeTheHead: when not even the request or the
@@ -487,32 +474,53 @@ func TestSpoolDiskFull(t *testing.T) {
 // full disk), the client gets a 503 before anything else, for a HEAD too,
 // whose answer has no body to cut.
 func TestSpoolDiskFullBeforeTheHead(t *testing.T) {
-	spool := faultfs.Tmpfs(t, 4<<20)
-	origin := newDiskOrigin(t, 1000)
-	p := proxytest.Start(t, func(c *config.Config) {
-		c.TmpDir = spool
-		c.SpoolMemory = 0
-	})
-	client := p.Client()
-	defer client.CloseIdleConnections()
-	filler := faultfs.Fill(t, spool, "filler")
+	s := startFullSpool(t, 1000, 0)
 	for _, method := range []string{http.MethodHead, http.MethodGet} {
-		req, err := http.NewRequest(method, origin.URL+"/page", nil)
+		req, err := http.NewRequest(method, s.origin.URL+"/page", nil)
 		require.NoError(t, err)
-		resp, err := client.Do(req)
+		resp, err := s.client.Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s: %s", method, body)
 	}
-	p.Settle()
-	require.EqualValues(t, 2, p.Status(t)["capture_errors"])
+	s.p.Settle()
+	require.EqualValues(t, 2, s.p.Status(t)["capture_errors"])
+	s.freeAndRefetch(t)
+}
 
-	require.NoError(t, os.Remove(filler))
-	url, o := origin.get(client, "/page")
+// fullSpool is a proxy whose --tmp-dir is a full tmpfs, and an origin of
+// bodies of one size.
+type fullSpool struct {
+	p      *proxytest.Proxy
+	client *http.Client
+	origin *diskOrigin
+	filler string
+}
+
+// startFullSpool starts a logged proxy with --spool-memory spoolMemory
+// and its spool on a tmpfs that it then fills.
+func startFullSpool(t *testing.T, bodySize int, spoolMemory int64) *fullSpool {
+	spool := faultfs.Tmpfs(t, 4<<20)
+	s := &fullSpool{origin: newDiskOrigin(t, bodySize)}
+	s.p = proxytest.StartLogged(t, func(c *config.Config) {
+		c.TmpDir = spool
+		c.SpoolMemory = spoolMemory
+	})
+	s.client = s.p.Client()
+	t.Cleanup(s.client.CloseIdleConnections)
+	s.filler = faultfs.Fill(t, spool, "filler")
+	return s
+}
+
+// freeAndRefetch frees the disk: the same URL is then fetched whole and
+// archived.
+func (s *fullSpool) freeAndRefetch(t *testing.T) {
+	require.NoError(t, os.Remove(s.filler))
+	url, o := s.origin.get(s.client, "/page")
 	require.NoError(t, o.err)
 	require.True(t, o.ok)
-	requireAllWritten(t, p, []string{url})
+	requireAllWritten(t, s.p, []string{url})
 }
 
 // TestStuckDiskShutdown: a disk that stops answering (writes that never
