@@ -331,12 +331,14 @@ func pctEncodeHost(s string) string {
 }
 
 // seenNames tells a name seen before from a new one: through the names
-// themselves while they are few (a request names one to three buckets),
-// through a map past linearSetMax, so that a header naming 100,000
-// buckets costs linear time rather than quadratic.
+// themselves while they are few (a request names one to three buckets;
+// kept in an array, so that a Tally allocates nothing for it), through a
+// map past linearSetMax, so that a header naming 100,000 buckets costs
+// linear time rather than quadratic.
 type seenNames struct {
-	list []string
-	set  map[string]struct{}
+	few [linearSetMax]string
+	n   int
+	set map[string]struct{}
 }
 
 // seen reports whether name was seen before, and notes it.
@@ -348,16 +350,18 @@ func (s *seenNames) seen(name string) bool {
 		s.set[name] = struct{}{}
 		return false
 	}
-	if slices.Contains(s.list, name) {
+	if slices.Contains(s.few[:s.n], name) {
 		return true
 	}
-	s.list = append(s.list, name)
-	if len(s.list) > linearSetMax {
-		s.set = make(map[string]struct{}, 4*len(s.list))
-		for _, n := range s.list {
-			s.set[n] = struct{}{}
-		}
-		s.list = nil
+	if s.n < len(s.few) {
+		s.few[s.n] = name
+		s.n++
+		return false
 	}
+	s.set = make(map[string]struct{}, 4*len(s.few))
+	for _, n := range s.few {
+		s.set[n] = struct{}{}
+	}
+	s.set[name] = struct{}{}
 	return false
 }
