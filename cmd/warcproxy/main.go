@@ -45,7 +45,7 @@ func realMain(args []string) int {
 		// Checking the stores dials Redis, whose client logs on its own:
 		// through our log, in the format asked for, from the start.
 		store.RouteRedisLogs(logger.With("component", "redis"))
-		err = errors.Join(cfg.CheckFiles(), cfg.CheckStores(context.Background()))
+		err = errors.Join(cfg.CheckFiles(), checkStores(context.Background(), cfg))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "warcproxy: %v\nRun warcproxy --help for usage.\n", err)

@@ -1,4 +1,4 @@
-package config
+package main
 
 import (
 	"context"
@@ -6,17 +6,19 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/store"
 )
 
-// CheckStores asks each Redis named by --dedup-db and --stats-db whether
+// checkStores asks each Redis named by --dedup-db and --stats-db whether
 // it takes a connection: a wrong password, user or database number would
 // fail every lookup and count for as long as the proxy runs, so it is a
-// mistake in the configuration, found before anything is created (the
-// command runs this after Parse). A Redis that is down or busy is not:
-// the proxy starts and retries it at each use. The two are asked at once,
-// so that a start waits at most one probe's time.
-func (c Config) CheckStores(ctx context.Context) error {
+// mistake in the configuration, found before anything is created (run
+// beside CheckFiles; here, since package config reads flags and files and
+// dials nothing). A Redis that is down or busy is not: the proxy starts
+// and retries it at each use. The two are asked at once, so that a start
+// waits at most one probe's time.
+func checkStores(ctx context.Context, c config.Config) error {
 	flags := []struct{ flag, spec string }{{"dedup-db", c.DedupDB}, {"stats-db", c.StatsDB}}
 	if c.StatsDB == c.DedupDB {
 		flags = flags[:1]
