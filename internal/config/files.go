@@ -16,9 +16,8 @@ import (
 // not exist): the proxy-auth file, the CA file if it exists, the zstd
 // dictionary, and that the directories, embedded databases and CA file
 // the proxy would create or write to can be (an existing --certs-dir may
-// be read-only). The command runs
-// it after Parse, so that such a mistake exits 2 before anything is
-// created.
+// be read-only). The command runs it after Parse, so that such a mistake
+// exits 2 before anything is created.
 func (c Config) CheckFiles() error {
 	var p problems
 	if _, err := c.ProxyAuthPairs(); err != nil {
@@ -28,6 +27,14 @@ func (c Config) CheckFiles() error {
 		p.bad("cacert", "%v", err)
 	}
 	c.checkZstdDictionary(&p)
+	c.checkDirs(&p)
+	c.checkFilesToCreate(&p)
+	return errors.Join(p...)
+}
+
+// checkDirs checks that the directories the proxy writes to are, or can
+// be made.
+func (c Config) checkDirs(p *problems) {
 	for _, d := range []struct{ flag, path string }{
 		{"dir", c.Dir}, {"tmp-dir", c.TmpDir}, {"certs-dir", c.CertsDir}, {"crawl-log-dir", c.CrawlLogDir},
 	} {
@@ -48,8 +55,12 @@ func (c Config) CheckFiles() error {
 			}
 		}
 	}
-	// The embedded database and a CA file still to be made are created
-	// with their parent directories (an existing CA file is checked above).
+}
+
+// checkFilesToCreate checks that the embedded databases and a CA file
+// still to be made can be created, with their parent directories (an
+// existing CA file is checked by CheckCAFile).
+func (c Config) checkFilesToCreate(p *problems) {
 	files := []struct{ flag, path string }{{"dedup-db", c.embeddedPath(c.DedupDB)}}
 	if stats := c.embeddedPath(c.StatsDB); stats != files[0].path {
 		files = append(files, struct{ flag, path string }{"stats-db", stats})
@@ -66,7 +77,6 @@ func (c Config) CheckFiles() error {
 			p.bad(f.flag, "%v", err)
 		}
 	}
-	return errors.Join(p...)
 }
 
 // embeddedPath is the bbolt file of an embedded: store spec, or "".
