@@ -94,41 +94,54 @@ func (p *Pool) createFile(dir, prefix string) (name string, serial int, path str
 		} else {
 			last, dup = name, 0
 		}
-		final := filepath.Join(dir, name)
-		if _, err := p.opts.FS.Stat(final); err == nil {
-			continue // a closed file of that name exists (another process?)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			p.names.giveBack(prefix, serial)
-			return "", 0, "", nil, fmt.Errorf("checking warc file name: %w", err)
-		}
-		path = final + openSuffix
-		if p.opts.NoOpenSuffix {
-			path = final
-		}
-		f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
+		path, f, err = p.openNew(dir, name)
+		if errors.Is(err, errNameTaken) {
 			continue
 		}
-		if errors.Is(err, fs.ErrNotExist) {
-			// The directory went away (an operator cleaning up?): make
-			// it again, and fail on the next try if that did not help.
-			if merr := p.opts.FS.MkdirAll(dir, 0o755); merr != nil {
-				p.names.giveBack(prefix, serial)
-				return "", 0, "", nil, fmt.Errorf("creating warc directory: %w", merr)
-			}
-			f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		}
 		if err != nil {
-			p.names.giveBack(prefix, serial)
-			return "", 0, "", nil, fmt.Errorf("opening warc file: %w", err)
-		}
-		if err := p.lock(f, path); err != nil {
 			p.names.giveBack(prefix, serial)
 			return "", 0, "", nil, err
 		}
 		return name, serial, path, f, nil
 	}
 	return "", 0, "", nil, fmt.Errorf("opening warc file: no free name after %d tries (last %s)", maxNameTries, name)
+}
+
+// errNameTaken: a file of the name tried exists already.
+var errNameTaken = errors.New("warc file name taken")
+
+// openNew creates and locks dir/name (or that plus .open) and returns the
+// path it has while open; errNameTaken if a file of that name exists.
+func (p *Pool) openNew(dir, name string) (path string, f File, err error) {
+	final := filepath.Join(dir, name)
+	if _, err := p.opts.FS.Stat(final); err == nil {
+		return "", nil, errNameTaken // a closed file of that name (another process?)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, fmt.Errorf("checking warc file name: %w", err)
+	}
+	path = final + openSuffix
+	if p.opts.NoOpenSuffix {
+		path = final
+	}
+	f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return "", nil, errNameTaken
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory went away (an operator cleaning up?): make it
+		// again, and fail on the next try if that did not help.
+		if merr := p.opts.FS.MkdirAll(dir, 0o755); merr != nil {
+			return "", nil, fmt.Errorf("creating warc directory: %w", merr)
+		}
+		f, err = p.opts.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("opening warc file: %w", err)
+	}
+	if err := p.lock(f, path); err != nil {
+		return "", nil, err
+	}
+	return path, f, nil
 }
 
 // lock locks the new file f at path; on failure f is closed (and removed
