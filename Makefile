@@ -3,16 +3,19 @@
 #   make build   bin/warcproxy and bin/warcbench, version from `git describe`
 #   make image   the container image warcproxy:VERSION (deploy/docker/Dockerfile)
 #   make run     build, then proxy on 127.0.0.1:8000 writing into ./warcs
-#   make test    go vet, then every test with the race detector (what CI runs),
-#                in the root module and in deploy/kubernetes' own module
+#   make test    the test-only node packages (npm ci, when npm is there and
+#                they are missing or older than their lockfile), go vet, then
+#                every test with the race detector (what CI runs), in the
+#                root module and in deploy/kubernetes' own module
 #   make bench   benchmarks only
 #   make fuzz    every Fuzz target for FUZZTIME each
 #   make lint    go vet, golangci-lint and staticcheck (from tools/go.mod), both modules
 #   make check   lint and test
 #
-# Tests that write WARCs also verify them with warcio.js; without
-# `npm ci --prefix internal/testutil/warcio` that half is skipped locally
-# (and fails under CI=true).
+# Tests that write WARCs also verify them with warcio.js, and the replay
+# test drives ReplayWeb.page: `make test` installs both with npm ci where
+# npm exists. Without them (no npm, or offline) those checks are skipped
+# locally with a hint, and fail under CI=true.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -29,8 +32,11 @@ TOOL := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 # Kubernetes manifests' test, whose k8s.io/* dependencies would otherwise
 # sit in the product's go.mod. No go.work: each is run from its folder.
 SUBMODULES := deploy/kubernetes
+# The test-only node packages, each a folder with its package-lock.json.
+NODE_PACKAGES := internal/testutil/warcio internal/e2e/testdata/replayweb
+NODE_STAMPS := $(NODE_PACKAGES:%=%/node_modules/.package-lock.json)
 
-.PHONY: build image run test bench fuzz lint check clean
+.PHONY: build image run test node-packages bench fuzz lint check clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/warcproxy ./cmd/warcproxy
@@ -44,11 +50,28 @@ image:
 run: build
 	./bin/warcproxy --address 127.0.0.1 --port 8000 --dir ./warcs
 
-test:
+test: node-packages
 	$(GO) vet ./...
 	for m in $(SUBMODULES); do (cd "$$m" && { $(GO) mod tidy -diff >/dev/null || { echo "$$m: its go.mod is behind the root's: run go mod tidy in $$m"; exit 1; }; } && $(GO) vet ./...); done
-	$(GO) test -race -count=1 -timeout 20m ./...
-	for m in $(SUBMODULES); do (cd "$$m" && $(GO) test -race -count=1 -timeout 20m ./...); done
+	@# Every module's tests run even when one fails, so a failure in one
+	@# does not hide the state of the others.
+	status=0; \
+	$(GO) test -race -count=1 -timeout 20m ./... || status=1; \
+	for m in $(SUBMODULES); do (cd "$$m" && $(GO) test -race -count=1 -timeout 20m ./...) || status=1; done; \
+	exit $$status
+
+node-packages: $(NODE_STAMPS)
+
+# npm ci writes node_modules/.package-lock.json, so a lockfile newer than
+# it (a pull that changed it) installs again. A failed install (no network)
+# does not stop the tests: those that need the packages skip with a hint,
+# or fail under CI=true.
+%/node_modules/.package-lock.json: %/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "npm not found: the checks that need $* will be skipped"; \
+	elif ! npm ci --prefix $* --no-audit --no-fund --loglevel=error; then \
+		echo "npm ci --prefix $* failed: the checks that need it will be skipped (CI=true fails them)"; \
+	fi
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -99,17 +99,22 @@ func TestZstdDetects(t *testing.T) {
 	d := trainDict(t)
 	bad := validRecords()
 	bad[2] = bad[2].set("WARC-Block-Digest", sha1B32([]byte("something else")))
+	// The frame checks are ours and word their problems the same whatever
+	// reader is present; a digest is checked by each reader in its own
+	// words: gowarc's always, warcio.js's where node and its package are.
+	_, _, noWarcio := warcioCommand()
 	for _, tc := range []struct {
-		name string
-		recs []record
-		l    zstdLayout
-		want string
+		name       string
+		recs       []record
+		l          zstdLayout
+		want       string // reported by the frame checks, or by gowarc
+		warcioWant string // reported by warcio.js too, when it ran
 	}{
-		{"two records in one frame", validRecords(), zstdLayout{groups: []int{1, 2, 1, 1}}, "holds 2 records"},
-		{"no checksum", validRecords(), zstdLayout{args: []string{"--no-check"}}, "no Content_Checksum"},
-		{"no content size", validRecords(), zstdLayout{args: []string{"--no-content-size"}}, "no Frame_Content_Size"},
-		{"dictionary frame missing", validRecords(), zstdLayout{dict: d, noHead: true}, "Dictionary_ID"},
-		{"wrong block digest", bad, zstdLayout{}, "WARC-Block-Digest mismatch"},
+		{"two records in one frame", validRecords(), zstdLayout{groups: []int{1, 2, 1, 1}}, "holds 2 records", ""},
+		{"no checksum", validRecords(), zstdLayout{args: []string{"--no-check"}}, "no Content_Checksum", ""},
+		{"no content size", validRecords(), zstdLayout{args: []string{"--no-content-size"}}, "no Frame_Content_Size", ""},
+		{"dictionary frame missing", validRecords(), zstdLayout{dict: d, noHead: true}, "Dictionary_ID", ""},
+		{"wrong block digest", bad, zstdLayout{}, "block: wrong digest", "WARC-Block-Digest mismatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -120,6 +125,9 @@ func TestZstdDetects(t *testing.T) {
 			}
 			if !strings.Contains(f.all(), tc.want) {
 				t.Errorf("want a problem containing %q, got:\n%s", tc.want, f.all())
+			}
+			if tc.warcioWant != "" && noWarcio == nil && !strings.Contains(f.all(), tc.warcioWant) {
+				t.Errorf("warcio.js ran: want a problem containing %q, got:\n%s", tc.warcioWant, f.all())
 			}
 		})
 	}
