@@ -29,7 +29,7 @@ const (
 	chartCharW     = 7.2 // 12px: labels, ticks, legend
 	chartTitleCh   = 8.6 // 14px bold (a little wider than 0.6 em)
 	chartCaptionCh = 6.6 // 11px
-	chartMaxSteps  = 5   // grid steps at most
+	chartMaxSteps  = 6   // grid steps at most: 10,353 gets 12,000, not 15,000
 )
 
 // sweepChart lays out the sweep's bar chart.

@@ -89,7 +89,7 @@ func TestSweepChartTicks(t *testing.T) {
 			labels = append(labels, tx.Body)
 		}
 	}
-	require.Equal(t, []string{"0", "5,000", "10,000", "15,000"}, labels)
+	require.Equal(t, []string{"0", "2,000", "4,000", "6,000", "8,000", "10,000", "12,000"}, labels)
 	require.Contains(t, svg, ">10,452<")
 }
 
