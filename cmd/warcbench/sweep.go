@@ -94,9 +94,12 @@ func newSweepFlags(stderr io.Writer) (*flag.FlagSet, *sweepFlags) {
 Starts an origin on 127.0.0.1, then for every combination of the list
 flags starts the proxy binary with a fresh WARC dir, loads through it,
 stops it with SIGTERM (timing the drain) and checks that its WARCs hold one
-response record per successful request. Prints a row per case as it
-finishes, then writes OUT/sweep.csv and OUT/sweep.svg. Exit code 0 when
-every records check passed, 1 otherwise, 2 for bad flags.
+response record per successful request. Prints what every case runs (the
+settings held fixed; those varied are in each row's label), a row per case
+as it finishes, then writes OUT/sweep.csv (the same columns, then the
+workload: a column per setting, on every row) and OUT/sweep.svg (URLs/s per
+setting, titled with the workload). Exit code 0 when every records check
+passed, 1 otherwise, 2 for bad flags. See docs/cli.md.
 
 Flags:
 `)
@@ -124,9 +127,12 @@ func sweep(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "sweep")
 
-	// The widest label is known only once rows come; the longest of the
-	// given values bounds it well enough for alignment.
-	tw, err := bench.NewTableWriter(stdout, 36)
+	wl := cfg.Workload()
+	fmt.Fprintln(stdout, wl.Title())
+	for _, l := range wl.Caption() {
+		fmt.Fprintln(stdout, l)
+	}
+	tw, err := bench.NewTableWriter(stdout, cfg.SettingLabels())
 	if err != nil {
 		fmt.Fprintf(stderr, "warcbench sweep: %v\n", err)
 		return 1
@@ -134,7 +140,7 @@ func sweep(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Row = func(r bench.SweepRow) { _ = tw.Write(r) }
 	rows, sweepErr := bench.Sweep(ctx, cfg)
 	if len(rows) > 0 {
-		if err := writeOutputs(cfg.OutDir, rows); err != nil {
+		if err := writeOutputs(cfg.OutDir, wl, rows); err != nil {
 			fmt.Fprintf(stderr, "warcbench sweep: %v\n", err)
 			return 1
 		}
@@ -213,16 +219,16 @@ func (f *sweepFlags) compressions() ([]string, error) {
 	return out, err
 }
 
-func writeOutputs(dir string, rows []bench.SweepRow) error {
+func writeOutputs(dir string, wl bench.Workload, rows []bench.SweepRow) error {
 	for _, o := range []struct {
 		name  string
-		write func(io.Writer, []bench.SweepRow) error
+		write func(io.Writer, bench.Workload, []bench.SweepRow) error
 	}{{"sweep.csv", bench.WriteSweepCSV}, {"sweep.svg", bench.WriteSweepSVG}} {
 		f, err := os.Create(filepath.Join(dir, o.name))
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", o.name, err)
 		}
-		err = o.write(f, rows)
+		err = o.write(f, wl, rows)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

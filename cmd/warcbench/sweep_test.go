@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,14 +41,25 @@ func TestSweepCommand(t *testing.T) {
 		"--writer-workers", "1,2", "--tls", "false,true",
 	}, &stdout, &stderr)
 	require.Equal(t, 0, code, "%s\n%s", stdout.String(), stderr.String())
-	for _, s := range []string{"direct tls=false c=4", "prefix=- tls=true c=4", "workers=2 tls=true c=4", "records ok"} {
+	title := "URLs/s per setting: 16KB incompressible bodies, concurrency 4, keep-alive, 30 requests per case"
+	for _, s := range []string{
+		title, "proxy: warcproxy --max-conns 1000 --compression gzip --gzip-level 0",
+		"varied (see the labels): tls false, true; writer-workers 1, 2",
+		"direct tls=false c=4", "prefix=- tls=true c=4", "workers=2 tls=true c=4", "records ok",
+	} {
 		require.Contains(t, stdout.String(), s)
 	}
 	recs := readCSV(t, filepath.Join(out, "sweep.csv"))
 	require.Len(t, recs, 1+2*4, "header, then per tls value: direct, prefix=-, two proxy rows")
+	tls, n := slices.Index(recs[0], "tls"), slices.Index(recs[0], "n")
+	for _, r := range recs[1:] {
+		require.Equal(t, strconv.FormatBool(strings.Contains(r[0], "tls=true")), r[tls], "%q", r)
+		require.Equal(t, "30", r[n], "%q", r)
+	}
 	svg, err := os.ReadFile(filepath.Join(out, "sweep.svg"))
 	require.NoError(t, err)
 	require.Contains(t, string(svg), ">workers=1 tls=true c=4<")
+	require.Contains(t, string(svg), ">URLs/s per setting: 16KB incompressible bodies, concurrency 4,")
 }
 
 // TestSweepCommandCompression: --compression gzip,zstd starts the proxy

@@ -139,6 +139,9 @@ type SweepRow struct {
 	// RecordsOK is "true" or "false" for KindProxy rows, "-" otherwise.
 	RecordsOK string
 	Note      string // why a check failed
+	// Case is this row's value of each workload column (Workload.Columns),
+	// absent where a column does not apply (proxy flags on direct rows).
+	Case map[string]string
 }
 
 // loadGroup is one load shape; every proxy setting runs it.
@@ -167,12 +170,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) ([]SweepRow, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	if cfg.Defaults == nil {
-		cfg.Defaults = DefaultSweepLabels
-	}
+	cfg.Timeout = cfg.timeout()
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("making output dir: %w", err)
 	}
@@ -186,50 +184,36 @@ func Sweep(ctx context.Context, cfg SweepConfig) ([]SweepRow, error) {
 	}
 	defer stopOrigin()
 
-	lab := labeler{cfg: &cfg}
-	groups, settings := cfg.loadGroups(), cfg.proxySettings()
+	wl := cfg.Workload()
 	var rows []SweepRow
-	failed := 0
-	caseNo := 0
-	emit := func(r SweepRow) {
+	failed, proxyCases := 0, 0
+	for _, sc := range cfg.plan() {
+		run, err := cfg.groupRun(srv, sc.group)
+		if err != nil {
+			return rows, err
+		}
+		var r SweepRow
+		if sc.kind == KindDirect {
+			res, err := Run(ctx, run)
+			if err != nil {
+				return rows, fmt.Errorf("direct load: %w", err)
+			}
+			r = loadRow(res)
+			r.RecordsOK = "-"
+		} else {
+			proxyCases++
+			r, err = runProxyCase(ctx, &cfg, absOut, proxyCases, run, sc.setting, sc.kind == KindNoWARC, logger)
+			if err != nil {
+				return rows, err
+			}
+		}
+		r.Kind, r.Setting, r.Case = sc.kind, sc.label, wl.caseValues(sc.kind, sc.group, sc.setting)
 		rows = append(rows, r)
 		if r.RecordsOK == "false" {
 			failed++
 		}
 		if cfg.Row != nil {
 			cfg.Row(r)
-		}
-	}
-	for _, g := range groups {
-		run, err := cfg.groupRun(srv, g)
-		if err != nil {
-			return rows, err
-		}
-		if cfg.Baselines {
-			res, err := Run(ctx, run)
-			if err != nil {
-				return rows, fmt.Errorf("direct load: %w", err)
-			}
-			r := loadRow(res)
-			r.Kind, r.Setting, r.RecordsOK = KindDirect, lab.label(KindDirect, g, nil), "-"
-			emit(r)
-			caseNo++
-			ps := settings[0]
-			r, err = runProxyCase(ctx, &cfg, absOut, caseNo, run, ps, true, logger)
-			if err != nil {
-				return rows, err
-			}
-			r.Setting = lab.label(KindNoWARC, g, &ps)
-			emit(r)
-		}
-		for _, ps := range settings {
-			caseNo++
-			r, err := runProxyCase(ctx, &cfg, absOut, caseNo, run, ps, false, logger)
-			if err != nil {
-				return rows, err
-			}
-			r.Setting = lab.label(KindProxy, g, &ps)
-			emit(r)
 		}
 		if ctx.Err() != nil {
 			return rows, ctx.Err()
@@ -239,6 +223,57 @@ func Sweep(ctx context.Context, cfg SweepConfig) ([]SweepRow, error) {
 		return rows, fmt.Errorf("%w: %d of %d proxy cases", ErrRecordsCheck, failed, countKind(rows, KindProxy))
 	}
 	return rows, nil
+}
+
+// sweepCase is one row to be: its kind, load and proxy flags (the first
+// setting for prefix=-, none for direct) and its setting label.
+type sweepCase struct {
+	kind    string
+	group   loadGroup
+	setting proxySetting
+	label   string
+}
+
+// plan is every case in the order they run: per load group the baselines
+// (when asked) and then each proxy setting.
+func (c *SweepConfig) plan() []sweepCase {
+	cfg := *c
+	if cfg.Defaults == nil {
+		cfg.Defaults = DefaultSweepLabels
+	}
+	lab := labeler{cfg: &cfg}
+	settings := cfg.proxySettings()
+	var cases []sweepCase
+	for _, g := range cfg.loadGroups() {
+		if cfg.Baselines && len(settings) > 0 {
+			ps := settings[0]
+			cases = append(cases,
+				sweepCase{KindDirect, g, proxySetting{}, lab.label(KindDirect, g, nil)},
+				sweepCase{KindNoWARC, g, ps, lab.label(KindNoWARC, g, &ps)})
+		}
+		for _, ps := range settings {
+			cases = append(cases, sweepCase{KindProxy, g, ps, lab.label(KindProxy, g, &ps)})
+		}
+	}
+	return cases
+}
+
+// SettingLabels are the setting labels of the rows the sweep will make,
+// in order: a table can be as wide as its widest before the first row.
+func (c *SweepConfig) SettingLabels() []string {
+	var labels []string
+	for _, sc := range c.plan() {
+		labels = append(labels, sc.label)
+	}
+	return labels
+}
+
+// timeout is the per-request timeout: Timeout, or 30s.
+func (c *SweepConfig) timeout() time.Duration {
+	if c.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return c.Timeout
 }
 
 // startSweepOrigin starts the origin every case loads, with an HTTPS

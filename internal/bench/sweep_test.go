@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,25 +65,28 @@ func TestSweepTinyGrid(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left)
 
+	require.Equal(t, settings, cfg.SettingLabels(), "the plan foresees every label")
+	wl := cfg.Workload()
 	var csvBuf strings.Builder
-	require.NoError(t, WriteSweepCSV(&csvBuf, rows))
+	require.NoError(t, WriteSweepCSV(&csvBuf, wl, rows))
 	recs, err := csv.NewReader(strings.NewReader(csvBuf.String())).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, recs, 1+len(rows))
-	require.Equal(t, append(append([]string{}, SweepColumns...), "kind", "note"), recs[0])
+	require.Equal(t, slices.Concat(SweepColumns, []string{"kind", "note"}, wl.Columns()), recs[0])
 	for i, r := range rows {
 		require.Equal(t, r.Setting, recs[i+1][0])
+		require.Equal(t, "4", r.Case["concurrency"], "%s", r.Setting)
 	}
 
 	var svg strings.Builder
-	require.NoError(t, WriteSweepSVG(&svg, rows))
+	require.NoError(t, WriteSweepSVG(&svg, wl, rows))
 	requireWellFormedXML(t, svg.String())
 	for _, s := range settings {
 		require.Contains(t, svg.String(), ">"+s+"<")
 	}
 
 	var table strings.Builder
-	tw, err := NewTableWriter(&table, 10)
+	tw, err := NewTableWriter(&table, cfg.SettingLabels())
 	require.NoError(t, err)
 	for _, r := range rows {
 		require.NoError(t, tw.Write(r))
