@@ -53,7 +53,10 @@ type Sink interface {
 	WriteRecord(r *capture.Record, body io.Reader) error
 }
 
-// Backlog tells how long the writer queue has been full.
+var _ Sink = (*capture.Stage)(nil)
+
+// Backlog tells how long the writer queue has been full. The writer pool
+// answers it (its guard is in internal/app: proxy never imports writer).
 type Backlog interface {
 	FullFor() time.Duration
 }
