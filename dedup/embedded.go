@@ -97,7 +97,7 @@ func (s *embeddedStore) Save(ctx context.Context, items []Item) error {
 		if b == nil {
 			return fmt.Errorf("bucket %q missing", boltBucket)
 		}
-		// In key order, as stats.BoltStore.Add writes: a page's keys
+		// In key order, as stats' bbolt store writes: a page's keys
 		// move for every key inserted before them, so a large batch in
 		// another order costs time quadratic in its size.
 		keys := make([]string, len(items))
