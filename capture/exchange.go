@@ -45,6 +45,10 @@ type Exchange struct {
 	ContentType    string // the response's first Content-Type header
 	HasContentType bool
 	Truncated      string // a WARC-Truncated reason, or ""
+	// BrokenFraming: the chunked body broke off with bad framing (a bad
+	// chunk size line). The stage then ends the response record after the
+	// last whole chunk (see finish).
+	BrokenFraming bool
 
 	archive       bool
 	statsBuckets  []string // nil without a stats tracker

@@ -69,6 +69,18 @@ type CrawlLogger interface {
 	Log(e crawllog.Entry) error
 }
 
+// What the wiring (internal/app) plugs into these interfaces. The guards
+// are here, where the interfaces are, since those packages are leaves that
+// never import the capture stage.
+var (
+	_ Queue        = (*writer.Pool)(nil)
+	_ Deduper      = (*dedup.Index)(nil)
+	_ Deduper      = (*dedup.Layered)(nil) // with --cdxserver-dedup
+	_ Prefetcher   = (*dedup.Layered)(nil)
+	_ StatsTracker = (*stats.Tracker)(nil)
+	_ CrawlLogger  = (*crawllog.Logger)(nil)
+)
+
 // Options configure a Stage.
 type Options struct {
 	Spooler *spool.Spooler // holds the recordings

@@ -345,6 +345,68 @@ func TestRerecord(t *testing.T) {
 	require.Zero(t, ex.Response.Len())
 }
 
+// A chunked body whose framing broke is finished by the stage: the
+// record ends after the last whole chunk, and the payload digest is over
+// the data of the chunks kept, not over what the client was sent.
+func TestSubmitRecutsBrokenFraming(t *testing.T) {
+	const (
+		head  = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		whole = head + "5\r\nhello\r\n6\r\n world\r\n"
+	)
+	for _, tt := range []struct {
+		name   string
+		broken bool
+		block  string
+		digest string
+	}{
+		{"broken framing", true, whole, sha1b32("hello world")},
+		{"intact", false, whole + "zz\r\n", sha1b32("hello world!")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			ex := &capture.Exchange{Start: time.Now(), TargetURI: testURI, Method: "GET", Prefix: "crawl"}
+			r.stage.Open(ex)
+			_, _ = io.WriteString(ex.Request, testRequest)
+			_, _ = io.WriteString(ex.Response, whole+"zz\r\n")
+			ex.HeadEnd, ex.ResEnd = int64(len(head)), ex.Response.Len()
+			ex.Status, ex.Truncated, ex.BrokenFraming = 200, capture.TruncDisconnect, tt.broken
+			ex.Payload.R = strings.NewReader("hello world!") // what the client was sent
+			_, err := io.Copy(io.Discard, &ex.Payload)
+			require.NoError(t, err)
+
+			r.stage.Submit(ex)
+			c := r.queue.write(nil)
+			require.Equal(t, tt.block, c.blocks[0])
+			require.Equal(t, tt.digest, field(c.Records[0], "WARC-Payload-Digest"))
+			require.Equal(t, "disconnect", field(c.Records[0], "WARC-Truncated"))
+		})
+	}
+}
+
+// The front end asks the stage about a client's warc-prefix: the
+// writer's rule answers, before anything is fetched.
+func TestCheckPrefix(t *testing.T) {
+	r := newRig(t, nil)
+	for _, tt := range []struct {
+		prefix string
+		err    string
+	}{
+		{"job-1", ""},
+		{".hidden", `invalid warc prefix ".hidden"`},
+		{"a\tb", `invalid warc prefix "a\tb"`},
+		{strings.Repeat("p", 201), "invalid warc prefix"},
+	} {
+		t.Run(tt.prefix[:min(len(tt.prefix), 10)], func(t *testing.T) {
+			err := r.stage.CheckPrefix(tt.prefix)
+			if tt.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.err)
+		})
+	}
+}
+
 // Limits are checked against the counters the stage tallies.
 func TestCheckLimits(t *testing.T) {
 	meta, err := warcproxmeta.Parse(`{"stats":{"buckets":["job1"]},"limits":{"job1/total/urls":2}}`)

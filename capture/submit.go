@@ -16,14 +16,7 @@ import (
 // check sees it; the rest happens once it is written (see pending). The
 // stage owns ex from here on.
 func (s *Stage) Submit(ex *Exchange) {
-	ex.settled = true
-	ex.end = time.Now()
-	if ex.HasContentType {
-		ex.mimeType = mimeTypeOf(ex.ContentType)
-	}
-	if ex.Payload.H != nil {
-		ex.payloadDigest = s.opts.Digest.Format(ex.Payload.H.Sum(nil), s.opts.Base32)
-	}
+	s.finish(ex)
 	archive := ex.archive && !s.mimeFiltered(ex.Meta, ex.ContentType, ex.HasContentType)
 	p := &pending{s: s, ex: ex, dedupable: archive && s.shouldDedup(ex)}
 	if p.dedupable {
@@ -38,6 +31,27 @@ func (s *Stage) Submit(ex *Exchange) {
 		ex.archive = false
 		ex.release()
 		s.active.remove(&ex.active)
+	}
+}
+
+// finish completes what the front end handed over: where the response
+// record ends, its media type and its payload digest.
+func (s *Stage) finish(ex *Exchange) {
+	ex.settled = true
+	ex.end = time.Now()
+	if ex.BrokenFraming && ex.Response != nil {
+		// Readers de-chunk a record, and bytes that are not chunked
+		// framing would make the whole record unreadable to them: it ends
+		// after the last whole chunk, and its payload digest is over the
+		// data of the chunks kept.
+		ex.Payload.Release()
+		ex.ResEnd, ex.Payload.H = ex.Response.RecutChunked(ex.HeadEnd, ex.ResEnd)
+	}
+	if ex.HasContentType {
+		ex.mimeType = mimeTypeOf(ex.ContentType)
+	}
+	if ex.Payload.H != nil {
+		ex.payloadDigest = s.opts.Digest.Format(ex.Payload.H.Sum(nil), s.opts.Base32)
 	}
 }
 

@@ -168,20 +168,3 @@ func TestRedisRefusesConnection(t *testing.T) {
 	require.ErrorContains(t, err, "DB index is out of range")
 	require.ErrorContains(t, s.Save(context.Background(), []dedup.Item{{Key: dedup.Key{Digest: "sha1:AAAA"}}}), "DB index is out of range")
 }
-
-func TestOpen(t *testing.T) {
-	s, err := dedup.Open(store.Spec{Kind: store.None}, nil)
-	require.NoError(t, err)
-	require.Nil(t, s, "none: dedup off")
-
-	_, err = dedup.Open(store.Spec{Kind: "carrier-pigeon", Raw: "carrier-pigeon://x"}, nil)
-	require.ErrorContains(t, err, `no backend for "carrier-pigeon" (have embedded, redis)`)
-
-	_, err = dedup.Open(store.Spec{Kind: store.Embedded, Path: filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"), Raw: "embedded:x"}, nil)
-	require.ErrorContains(t, err, "opening dedup store embedded:x")
-
-	require.PanicsWithValue(t, `dedup: backend "redis" registered twice`, func() {
-		dedup.Register(store.Redis, func(store.Spec, *store.Handles) (dedup.Store, error) { return nil, nil })
-	})
-	require.Panics(t, func() { dedup.Register("other", nil) })
-}

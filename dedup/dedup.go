@@ -16,10 +16,7 @@ package dedup
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/warcproxy/warcproxy/internal/store"
 )
@@ -62,57 +59,17 @@ type Store interface {
 // ErrClosed is returned by a Store or Index used after Close.
 var ErrClosed = errors.New("dedup: closed")
 
-// Factory opens a Store for a spec of the kind it was registered for,
-// taking its database handle from h (and releasing it on Close).
-type Factory func(spec store.Spec, h *store.Handles) (Store, error)
-
-var (
-	registryMu sync.Mutex
-	registry   = map[store.Kind]Factory{}
-)
-
-// Register makes a backend available to Open for specs of the given kind.
-// Backends call it from init(); registering a kind twice panics.
-func Register(kind store.Kind, f Factory) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if f == nil {
-		panic(fmt.Sprintf("dedup: Register(%q) with a nil factory", kind))
-	}
-	if _, dup := registry[kind]; dup {
-		panic(fmt.Sprintf("dedup: backend %q registered twice", kind))
-	}
-	registry[kind] = f
-}
-
-// Open opens the Store a spec names. For store.None it returns (nil, nil):
-// dedup is off. A nil h gets a private store.Handles.
+// Open opens the Store a spec names (store.Open: the same errors as
+// stats.Open), taking its database handle from h (nil: one of its own).
+// For store.None it returns (nil, nil): dedup is off.
 func Open(spec store.Spec, h *store.Handles) (Store, error) {
-	if spec.Kind == store.None {
-		return nil, nil
-	}
-	registryMu.Lock()
-	f := registry[spec.Kind]
-	var kinds []string
-	if f == nil {
-		for k := range registry {
-			kinds = append(kinds, string(k))
-		}
-	}
-	registryMu.Unlock()
-	if f == nil {
-		sort.Strings(kinds)
-		return nil, fmt.Errorf("dedup: no backend for %q (have %s)", spec.Kind, strings.Join(kinds, ", "))
-	}
-	if h == nil {
-		h = &store.Handles{}
-	}
-	s, err := f(spec, h)
-	if err != nil {
-		return nil, fmt.Errorf("opening dedup store %s: %w", spec.Raw, err)
-	}
-	return s, nil
+	return store.Open(spec, h, backends{})
 }
+
+// backends makes a Store in each kind of backend: embedded.go, redis.go.
+type backends struct{}
+
+var _ store.Backends[Store] = backends{}
 
 // storageKey is the key of an entry in a backend: digest + "|" + bucket, as
 // warcprox builds it. Digests never contain "|" or "%" in practice, and are

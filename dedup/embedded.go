@@ -11,8 +11,6 @@ import (
 	"github.com/warcproxy/warcproxy/internal/store"
 )
 
-func init() { Register(store.Embedded, openEmbedded) }
-
 // boltBucket is the bbolt bucket that holds the entries. The file may be
 // shared with other components (stats), which keep to their own buckets.
 var boltBucket = []byte("dedup")
@@ -32,18 +30,13 @@ type embeddedStore struct {
 
 var _ Store = (*embeddedStore)(nil)
 
-// openEmbedded opens the embedded store of spec, sharing the bbolt file
-// through h.
-func openEmbedded(spec store.Spec, h *store.Handles) (Store, error) {
-	db, release, err := h.Bolt(spec)
-	if err != nil {
-		return nil, err
-	}
+// Embedded makes the embedded store in db, the file of spec, shared with
+// stats; Close calls release.
+func (backends) Embedded(db *bolt.DB, release func() error, _ store.Spec) (Store, error) {
 	if err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(boltBucket)
 		return err
 	}); err != nil {
-		_ = release()
 		return nil, fmt.Errorf("creating bucket %q: %w", boltBucket, err)
 	}
 	return &embeddedStore{db: db, release: release}, nil
@@ -104,7 +97,7 @@ func (s *embeddedStore) Save(ctx context.Context, items []Item) error {
 		if b == nil {
 			return fmt.Errorf("bucket %q missing", boltBucket)
 		}
-		// In key order, as stats.BoltStore.Add writes: a page's keys
+		// In key order, as stats' bbolt store writes: a page's keys
 		// move for every key inserted before them, so a large batch in
 		// another order costs time quadratic in its size.
 		keys := make([]string, len(items))

@@ -10,8 +10,6 @@ import (
 	"github.com/warcproxy/warcproxy/internal/store"
 )
 
-func init() { Register(store.Redis, openRedis) }
-
 // redisStore keeps each entry in its own Redis string, under
 // spec.KeyPrefix + "dedup:" + digest + "|" + bucket, with warcprox's JSON
 // as the value and no expiry. It uses single-key commands only (a batch is
@@ -26,12 +24,9 @@ type redisStore struct {
 
 var _ Store = (*redisStore)(nil)
 
-// openRedis opens the Redis store of spec, sharing the client through h.
-func openRedis(spec store.Spec, h *store.Handles) (Store, error) {
-	c, release, err := h.Redis(spec)
-	if err != nil {
-		return nil, err
-	}
+// Redis makes the Redis store of spec on c, shared with stats; Close
+// calls release.
+func (backends) Redis(c redis.UniversalClient, release func() error, spec store.Spec) (Store, error) {
 	return &redisStore{c: c, prefix: spec.KeyPrefix + "dedup:", release: release}, nil
 }
 

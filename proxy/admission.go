@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/warcproxy/warcproxy/warcproxmeta"
-	"github.com/warcproxy/warcproxy/writer"
 )
 
 // Admission: every refusal the proxy makes before it fetches anything,
@@ -82,7 +81,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, uri string) (*war
 	}
 	meta, err := s.meta.Parse(raw)
 	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
-		if perr := writer.CheckPrefix(*meta.WarcPrefix); perr != nil {
+		if perr := s.opts.Capture.CheckPrefix(*meta.WarcPrefix); perr != nil {
 			err = fmt.Errorf("%w: field \"warc-prefix\": %v", warcproxmeta.ErrInvalid, perr)
 		}
 	}

@@ -80,10 +80,9 @@ type fetched struct {
 	resp *http.Response
 	// stop ends the watch that closes c when the client goes away; it
 	// reports false if the client went away first (c is closed then).
-	stop          func() bool
-	ctx           context.Context // the request's: done once the client left (or a forced stop)
-	reusable      bool
-	brokenFraming bool // the chunked body broke off with bad framing
+	stop     func() bool
+	ctx      context.Context // the request's: done once the client left (or a forced stop)
+	reusable bool
 }
 
 // fetch sends the request upstream and reads the final response head. A
@@ -206,13 +205,9 @@ func (s *Server) spoolFailed(w http.ResponseWriter, f *fetched, ex *capture.Exch
 
 // finish ends the fetch: the origin connection goes back to the pool when
 // it can carry another request, and the exchange goes to the capture
-// stage.
+// stage, which finishes it.
 func (s *Server) finish(f *fetched, ex *capture.Exchange) {
 	ex.ResEnd = f.c.Consumed()
-	if f.brokenFraming && ex.Response != nil {
-		ex.Payload.Release() // replaced by the hash of the whole chunks
-		ex.ResEnd, ex.Payload.H = ex.Response.RecutChunked(ex.HeadEnd, ex.ResEnd)
-	}
 	s.metrics.response(ex.ResEnd - ex.ResStart)
 	switch {
 	case f.resp.StatusCode == http.StatusSwitchingProtocols:

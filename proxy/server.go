@@ -32,6 +32,9 @@ import (
 
 // Sink is the capture stage as the front end uses it (capture.Stage).
 type Sink interface {
+	// CheckPrefix reports why a warc-prefix a client named cannot be
+	// used (the writer's rule), before anything is fetched.
+	CheckPrefix(prefix string) error
 	// CheckLimits finds the first Warcprox-Meta limit a request has
 	// reached, before anything is fetched.
 	CheckLimits(ctx context.Context, uri string, meta *warcproxmeta.Meta) (*warcproxmeta.LimitReached, error)
@@ -39,8 +42,10 @@ type Sink interface {
 	Open(ex *capture.Exchange)
 	// Rerecord starts the recordings over for a retried request.
 	Rerecord(ex *capture.Exchange)
-	// Submit hands over a fetched exchange; Abandon one that got no
-	// response (a no-op after Submit). FetchFailed logs why it got none.
+	// Submit hands over a fetched exchange, which the stage finishes
+	// (re-cutting a response whose chunked framing broke, see
+	// capture.Exchange.BrokenFraming); Abandon one that got no response
+	// (a no-op after Submit). FetchFailed logs why it got none.
 	Submit(ex *capture.Exchange)
 	Abandon(ex *capture.Exchange)
 	FetchFailed(ex *capture.Exchange, kind string, err error)
@@ -48,7 +53,10 @@ type Sink interface {
 	WriteRecord(r *capture.Record, body io.Reader) error
 }
 
-// Backlog tells how long the writer queue has been full.
+var _ Sink = (*capture.Stage)(nil)
+
+// Backlog tells how long the writer queue has been full. The writer pool
+// answers it (its guard is in internal/app: proxy never imports writer).
 type Backlog interface {
 	FullFor() time.Duration
 }

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,14 +31,22 @@ import (
 // fakeSink stands in for the capture stage: it records what the front end
 // hands it, so forward is tested without a writer or stores.
 type fakeSink struct {
-	spooler *spool.Spooler
-	limit   *warcproxmeta.LimitReached
+	spooler   *spool.Spooler
+	limit     *warcproxmeta.LimitReached
+	badPrefix string // CheckPrefix refuses it
 
 	mu        sync.Mutex
 	submitted []*capture.Exchange
 	responses []string // the recorded response bytes, read at Submit
 	failed    []string // FetchFailed kinds
 	abandoned int
+}
+
+func (f *fakeSink) CheckPrefix(prefix string) error {
+	if prefix == f.badPrefix {
+		return errors.New("invalid warc prefix " + strconv.Quote(prefix))
+	}
+	return nil
 }
 
 func (f *fakeSink) CheckLimits(context.Context, string, *warcproxmeta.Meta) (*warcproxmeta.LimitReached, error) {
@@ -179,4 +189,68 @@ func TestForwardLimitReached(t *testing.T) {
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	require.Empty(t, sink.submitted)
+}
+
+// A warc-prefix the stage refuses is answered 400 with its reason, before
+// anything is fetched; one it accepts names the exchange's files.
+func TestAdmitAsksTheSinkAboutThePrefix(t *testing.T) {
+	var fetches atomic.Int32
+	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { fetches.Add(1) }))
+	defer origin.Close()
+	sink := &fakeSink{badPrefix: ".hidden"}
+	p := startFrontEnd(t, sink)
+	for _, tt := range []struct {
+		prefix string
+		status int
+		body   string
+	}{
+		{".hidden", http.StatusBadRequest, `field "warc-prefix": invalid warc prefix ".hidden"`},
+		{"job1", http.StatusOK, ""},
+	} {
+		t.Run(tt.prefix, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, origin.URL+"/", nil)
+			req.Header.Set("Warcprox-Meta", `{"warc-prefix":"`+tt.prefix+`"}`)
+			resp, err := proxyClient(p).Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, tt.status, resp.StatusCode, string(body))
+			require.Contains(t, string(body), tt.body)
+		})
+	}
+	require.Equal(t, int32(1), fetches.Load(), "only the accepted prefix is fetched")
+	require.Eventually(t, func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return len(sink.submitted) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, "job1", sink.submitted[0].Prefix)
+}
+
+// A chunked body whose framing breaks (a bad chunk size line) is cut off
+// for the client and handed over marked, for the stage to re-cut: the
+// front end does not touch the recording.
+func TestForwardMarksBrokenFraming(t *testing.T) {
+	const head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Read(make([]byte, 4096))
+		_, _ = io.WriteString(c, head+"5\r\nhello\r\nzz\r\n")
+	}()
+	sink := &fakeSink{}
+	p := startFrontEnd(t, sink)
+	resp, err := proxyClient(p).Get("http://" + ln.Addr().String() + "/")
+	require.NoError(t, err)
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Error(t, err, "the client must see the body is incomplete")
+
+	require.Eventually(t, func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return len(sink.submitted) == 1 }, 5*time.Second, 5*time.Millisecond)
+	ex := sink.submitted[0]
+	require.True(t, ex.BrokenFraming)
+	require.Equal(t, capture.TruncDisconnect, ex.Truncated)
+	require.True(t, strings.HasPrefix(sink.responses[0], head+"5\r\nhello\r\n"), "handed over as read: %q", sink.responses[0])
 }

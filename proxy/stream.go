@@ -148,7 +148,7 @@ func (s *Server) copyBody(w http.ResponseWriter, f *fetched, ex *capture.Exchang
 				ex.Truncated = capture.TruncDisconnect
 				return true, false
 			}
-			s.bodyFailed(f, ex, err)
+			s.bodyFailed(ex, err)
 			return true, false
 		}
 	}
@@ -166,7 +166,7 @@ func (s *Server) readLimit(resp *http.Response) int64 {
 }
 
 // bodyFailed marks an exchange whose origin failed mid-body.
-func (s *Server) bodyFailed(f *fetched, ex *capture.Exchange, err error) {
+func (s *Server) bodyFailed(ex *capture.Exchange, err error) {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
@@ -174,10 +174,10 @@ func (s *Server) bodyFailed(f *fetched, ex *capture.Exchange, err error) {
 	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		ex.Truncated = capture.TruncDisconnect
 	default:
-		// Broken framing (a bad chunk size line): the record keeps the
-		// whole chunks before it (see wire.Recorder.RecutChunked).
+		// Broken framing (a bad chunk size line): the capture stage
+		// keeps the whole chunks before it in the record.
 		ex.Truncated = capture.TruncDisconnect
-		f.brokenFraming = true
+		ex.BrokenFraming = true
 	}
 	s.logger.Info("upstream failed mid-body", "url", ex.TargetURI, "read", ex.Payload.N, "err", err)
 }

@@ -12,38 +12,34 @@ import (
 	"github.com/warcproxy/warcproxy/internal/store"
 )
 
-func init() {
-	Register(store.Embedded, func(spec store.Spec, h *store.Handles) (Store, error) {
-		db, release, err := h.Bolt(spec)
-		if err != nil {
-			return nil, err
-		}
-		return NewBoltStore(db, release), nil
-	})
-}
-
 // boltBucket is the bbolt bucket holding the stats; the file may hold
 // other packages' buckets (dedup) too.
 const boltBucket = "stats"
 
-// BoltStore keeps buckets in the "stats" bucket of a bbolt file: key the
+// boltStore keeps buckets in the "stats" bucket of a bbolt file: key the
 // bucket name, value warcprox's JSON document. One process at a time.
-type BoltStore struct {
+type boltStore struct {
 	db      *bolt.DB
 	release func() error
 
 	guard store.Guard
 }
 
-var _ Store = (*BoltStore)(nil)
+var _ Store = (*boltStore)(nil)
 
-// NewBoltStore uses db; Close calls release (nil: nothing to release).
-func NewBoltStore(db *bolt.DB, release func() error) *BoltStore {
-	return &BoltStore{db: db, release: release}
+// Embedded makes the embedded store in db, the file of a spec, shared with
+// dedup; Close calls release.
+func (backends) Embedded(db *bolt.DB, release func() error, _ store.Spec) (Store, error) {
+	return newBoltStore(db, release), nil
+}
+
+// newBoltStore uses db; Close calls release (nil: nothing to release).
+func newBoltStore(db *bolt.DB, release func() error) *boltStore {
+	return &boltStore{db: db, release: release}
 }
 
 // Add adds the increments in one write transaction.
-func (s *BoltStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
+func (s *boltStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
 	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return nil, err
@@ -84,7 +80,7 @@ func (s *BoltStore) Add(ctx context.Context, deltas map[string]Bucket) (map[stri
 }
 
 // Get reads the named buckets in one read transaction.
-func (s *BoltStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
+func (s *boltStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
 	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return nil, err
@@ -119,7 +115,7 @@ func (s *BoltStore) Get(ctx context.Context, names []string) (map[string]Bucket,
 }
 
 // Close releases the file (it stays open while dedup still uses it).
-func (s *BoltStore) Close() error {
+func (s *boltStore) Close() error {
 	return s.guard.Close(s.release)
 }
 

@@ -10,21 +10,11 @@ import (
 	"github.com/warcproxy/warcproxy/internal/store"
 )
 
-func init() {
-	Register(store.Redis, func(spec store.Spec, h *store.Handles) (Store, error) {
-		c, release, err := h.Redis(spec)
-		if err != nil {
-			return nil, err
-		}
-		return NewRedisStore(c, spec.KeyPrefix, release), nil
-	})
-}
-
-// RedisStore keeps each bucket in a Redis hash, key prefix+"stats:"+name,
+// redisStore keeps each bucket in a Redis hash, key prefix+"stats:"+name,
 // fields "total:urls", "total:wire_bytes", "new:urls" and so on. Each
 // command touches one key, so it works on Redis Cluster, and any number of
 // proxies may share it: their increments add up.
-type RedisStore struct {
+type redisStore struct {
 	c       redis.UniversalClient
 	prefix  string
 	release func() error
@@ -33,21 +23,21 @@ type RedisStore struct {
 }
 
 var (
-	_ Store       = (*RedisStore)(nil)
-	_ SharedStore = (*RedisStore)(nil)
+	_ Store       = (*redisStore)(nil)
+	_ SharedStore = (*redisStore)(nil)
 )
 
-// NewRedisStore uses client c with keys under keyPrefix; Close calls
-// release (nil: nothing to release).
-func NewRedisStore(c redis.UniversalClient, keyPrefix string, release func() error) *RedisStore {
-	return &RedisStore{c: c, prefix: keyPrefix + "stats:", release: release}
+// Redis makes the Redis store of spec on c, shared with dedup; Close
+// calls release.
+func (backends) Redis(c redis.UniversalClient, release func() error, spec store.Spec) (Store, error) {
+	return &redisStore{c: c, prefix: spec.KeyPrefix + "stats:", release: release}, nil
 }
 
 // Shared reports true: other proxies may add to the same buckets.
-func (s *RedisStore) Shared() bool { return true }
+func (s *redisStore) Shared() bool { return true }
 
-// Key returns the Redis key of a bucket.
-func (s *RedisStore) Key(name string) string { return s.prefix + name }
+// key returns the Redis key of a bucket.
+func (s *redisStore) key(name string) string { return s.prefix + name }
 
 // addScript adds to the counters of one bucket (ARGV: field, increment,
 // field, increment, ...) and returns their new values. A script runs
@@ -61,7 +51,7 @@ return r`
 
 // Add runs HINCRBY on each counter of each bucket, a bucket's six in one
 // script call, all buckets in one pipeline (one round trip per node).
-func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
+func (s *redisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[string]Bucket, error) {
 	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return nil, err
@@ -80,7 +70,7 @@ func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[str
 				args = append(args, fields[i], *v)
 			}
 			names = append(names, name)
-			cmds = append(cmds, p.Eval(ctx, addScript, []string{s.Key(name)}, args...))
+			cmds = append(cmds, p.Eval(ctx, addScript, []string{s.key(name)}, args...))
 		}
 		return nil
 	})
@@ -91,7 +81,7 @@ func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[str
 	for i, name := range names {
 		vals, err := cmds[i].Int64Slice()
 		if err != nil || len(vals) != len(fields) {
-			return nil, fmt.Errorf("adding to stats in redis: key %q: unexpected reply %v (%v)", s.Key(name), cmds[i].Val(), err)
+			return nil, fmt.Errorf("adding to stats in redis: key %q: unexpected reply %v (%v)", s.key(name), cmds[i].Val(), err)
 		}
 		var b Bucket
 		for j, f := range b.fields() {
@@ -103,7 +93,7 @@ func (s *RedisStore) Add(ctx context.Context, deltas map[string]Bucket) (map[str
 }
 
 // Get reads the named buckets with one HGETALL each, in one round trip.
-func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
+func (s *redisStore) Get(ctx context.Context, names []string) (map[string]Bucket, error) {
 	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
 		return nil, err
@@ -116,7 +106,7 @@ func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket
 	cmds := make([]*redis.MapStringStringCmd, len(names))
 	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, name := range names {
-			cmds[i] = p.HGetAll(ctx, s.Key(name))
+			cmds[i] = p.HGetAll(ctx, s.key(name))
 		}
 		return nil
 	})
@@ -137,7 +127,7 @@ func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket
 			}
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("reading stats from redis: key %q field %q: %w", s.Key(name), fields[j], err)
+				return nil, fmt.Errorf("reading stats from redis: key %q field %q: %w", s.key(name), fields[j], err)
 			}
 			*f = n
 		}
@@ -147,6 +137,6 @@ func (s *RedisStore) Get(ctx context.Context, names []string) (map[string]Bucket
 }
 
 // Close releases the client (it stays open while dedup still uses it).
-func (s *RedisStore) Close() error {
+func (s *redisStore) Close() error {
 	return s.guard.Close(s.release)
 }

@@ -41,23 +41,6 @@ func TestEmbeddedStore(t *testing.T) { statstest.Run(t, embeddedBackend) }
 
 func TestRedisStore(t *testing.T) { statstest.Run(t, redisBackend) }
 
-func TestOpen(t *testing.T) {
-	s, err := stats.Open(store.Spec{Kind: store.None}, &store.Handles{})
-	require.NoError(t, err)
-	require.Nil(t, s, "none: no store")
-
-	_, err = stats.Open(store.Spec{Kind: "mysql", Raw: "mysql://x"}, &store.Handles{})
-	require.ErrorContains(t, err, "no backend")
-
-	// Both backends registered themselves; a second registration panics.
-	for _, kind := range []store.Kind{store.Embedded, store.Redis} {
-		require.Panics(t, func() {
-			stats.Register(kind, func(store.Spec, *store.Handles) (stats.Store, error) { return nil, nil })
-		})
-	}
-	require.Panics(t, func() { stats.Register("statstest-nil", nil) })
-}
-
 // TestEmbeddedLayout: warcprox's JSON document under the bucket name in
 // the "stats" bbolt bucket, next to other packages' buckets, untouched.
 func TestEmbeddedLayout(t *testing.T) {

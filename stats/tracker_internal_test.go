@@ -16,7 +16,7 @@ func TestEvict(t *testing.T) {
 	ctx := context.Background()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "w.db"), 0o600, nil)
 	require.NoError(t, err)
-	tr, err := NewTracker(NewBoltStore(db, db.Close), Options{FlushInterval: -1}, nil, nil)
+	tr, err := NewTracker(newBoltStore(db, db.Close), Options{FlushInterval: -1}, nil, nil)
 	require.NoError(t, err)
 	defer tr.Close(ctx)
 

@@ -36,7 +36,7 @@ func (a *App) openBackends() error {
 	}
 	ds, err := dedup.Open(dspec, &a.handles)
 	if err != nil {
-		return fmt.Errorf("opening dedup database %s: %w", dspec.Raw, err)
+		return fmt.Errorf("--dedup-db: %w", err)
 	}
 	if ds != nil {
 		if a.dedup, err = dedup.NewIndex(ds, dedup.Options{LookupTimeout: cfg.StoreTimeout}, a.logger.With("component", "dedup"), a.registry); err != nil {
@@ -52,7 +52,7 @@ func (a *App) openBackends() error {
 	}
 	ss, err := stats.Open(sspec, &a.handles)
 	if err != nil {
-		return fmt.Errorf("opening stats database %s: %w", sspec.Raw, err)
+		return fmt.Errorf("--stats-db: %w", err)
 	}
 	if a.stats, err = stats.NewTracker(ss, stats.Options{}, a.logger.With("component", "stats"), a.registry); err != nil {
 		if ss != nil {

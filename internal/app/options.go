@@ -86,6 +86,10 @@ func captureOptions(a *App) capture.Options {
 	return o
 }
 
+// The writer pool is the front end's Backlog; the guard is here, since
+// proxy never imports writer nor writer proxy.
+var _ proxy.Backlog = (*writer.Pool)(nil)
+
 func proxyOptions(a *App) proxy.Options {
 	cfg := a.cfg
 	return proxy.Options{

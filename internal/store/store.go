@@ -8,7 +8,8 @@
 //	                         a Redis Cluster, seeded from the given nodes
 //
 // Dedup and stats may name the same file or server; they then share one
-// handle, since a bbolt file can be opened only once.
+// handle, since a bbolt file can be opened only once. Both open their
+// stores through Open (open.go), where a new kind of backend is added.
 package store
 
 import (

@@ -5,7 +5,18 @@ import (
 
 	"github.com/warcproxy/warcproxy/stats"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
+	"github.com/warcproxy/warcproxy/writer"
 )
+
+// What the stage answers before a fetch, while the front end admits a
+// request: whether its warc-prefix can name files, and whether it has
+// reached a limit.
+
+// CheckPrefix reports why a Warcprox-Meta warc-prefix cannot name a WARC
+// file series (a path separator, a leading dot, a control character, over
+// 200 bytes), or nil. A client chooses it, so the writer's rule is asked
+// before anything is fetched, not when the record is written.
+func (s *Stage) CheckPrefix(prefix string) error { return writer.CheckPrefix(prefix) }
 
 // CheckLimits checks the Warcprox-Meta limits and soft limits of a request
 // for uri against the stats counters, before anything is fetched. It
