@@ -303,12 +303,12 @@ func (o *Options) compressionDefaults() error {
 	return nil
 }
 
-// checkPrefix rejects prefixes that are not a plain file name part. Prefixes
-// come from clients (Warcprox-Meta), so this is a security check.
 // CheckPrefix reports whether p can name a WARC file series (no path
 // separators, no leading dot, no control characters, at most 200 bytes).
 func CheckPrefix(p string) error { return checkPrefix(p) }
 
+// checkPrefix rejects prefixes that are not a plain file name part.
+// Prefixes come from clients (Warcprox-Meta), so this is a security check.
 func checkPrefix(p string) error {
 	if p == "" || p == "." || p == ".." || len(p) > 200 ||
 		strings.ContainsAny(p, "/\\\x00") || strings.HasPrefix(p, ".") {
