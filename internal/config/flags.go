@@ -228,7 +228,8 @@ func flagSet(gs []group) (*flag.FlagSet, map[string]*option) {
 
 // Parse reads the settings from args (without the program name) and the
 // config file they name, then validates them. For -h or --help it prints
-// Usage to out and returns flag.ErrHelp. With --version it returns at once
+// Usage to out (without commands: a caller with some passes a nil out and
+// prints its own) and returns flag.ErrHelp. With --version it returns at once
 // with ShowVersion set, without reading the file or validating. Any other
 // error is a usage error naming the flag or key at fault.
 func Parse(args []string, out io.Writer) (Config, error) {
