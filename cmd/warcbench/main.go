@@ -19,21 +19,36 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/warcproxy/warcproxy/internal/bench"
+	"github.com/warcproxy/warcproxy/internal/suggest"
 )
 
-const usage = `Usage: warcbench COMMAND [flags]
+// command is a warcbench command. The table commands returns dispatches
+// them and lists them, in the usage and for an unknown one.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
 
-Commands:
-  origin   serve synthetic bodies over HTTP and HTTPS (a load target)
-  run      make load, direct or through a proxy, and report URLs/s, MB/s, latency
-  sweep    start the proxy for each combination of settings, load it, check its WARCs
-  soak     load one proxy for a long time with mixed and faulty traffic; check leaks and WARCs
+func commands() []command {
+	return []command{
+		{"origin", "serve synthetic bodies over HTTP and HTTPS (a load target)", origin},
+		{"run", "make load, direct or through a proxy, and report URLs/s, MB/s, latency", runLoad},
+		{"sweep", "start the proxy for each combination of settings, load it, check its WARCs", sweep},
+		{"soak", "load one proxy for a long time with mixed and faulty traffic; check leaks and WARCs", soak},
+	}
+}
 
-Run warcbench COMMAND --help for the flags of a command.
-`
+func usage(w io.Writer, cmds []command) {
+	fmt.Fprint(w, "Usage: warcbench COMMAND [flags]\n\nCommands:\n")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun warcbench COMMAND --help for the flags of a command.\n")
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -43,26 +58,30 @@ func main() {
 }
 
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		usage(stderr, cmds)
 		return 2
 	}
 	switch args[0] {
-	case "origin":
-		return origin(ctx, args[1:], stdout, stderr)
-	case "run":
-		return runLoad(ctx, args[1:], stdout, stderr)
-	case "sweep":
-		return sweep(ctx, args[1:], stdout, stderr)
-	case "soak":
-		return soak(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		usage(stdout, cmds)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "warcbench: unknown command %q\n%s", args[0], usage)
-		return 2
 	}
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+		names[i] = c.name
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if meant := suggest.Names(args[0], names); len(meant) > 0 {
+		msg += " (did you mean " + strings.Join(meant, " or ") + "?)"
+	}
+	fmt.Fprintf(stderr, "warcbench: %s\n", msg)
+	usage(stderr, cmds)
+	return 2
 }
 
 // parse parses flags that may come before, between or after the

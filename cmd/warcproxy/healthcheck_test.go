@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/warcproxy/warcproxy/internal/config"
 )
 
 // TestHealthcheck runs `warcproxy healthcheck URL` as a process against
@@ -67,12 +65,10 @@ func TestHealthcheckTimeout(t *testing.T) {
 	require.Less(t, time.Since(start), 3*time.Second)
 }
 
-// TestHealthcheckInUsage: --help (internal/config) states the default URL
-// and timeout this file uses.
+// TestHealthcheckInUsage: --help states the default URL and timeout this
+// file uses.
 func TestHealthcheckInUsage(t *testing.T) {
-	var b strings.Builder
-	config.Usage(&b)
-	usage := strings.Join(strings.Fields(b.String()), " ")
+	usage := strings.Join(strings.Fields(usageText()), " ")
 	require.Contains(t, usage, "warcproxy healthcheck [URL]")
 	require.Contains(t, usage, "defaults to "+defaultHealthURL)
 	require.Contains(t, usage, "within "+healthTimeout.String())

@@ -1,8 +1,8 @@
 // Command warcproxy is a forward HTTP/HTTPS proxy that records every
 // exchange into WARC files. This file only wires: flags, components, run,
-// exit code (1 runtime failure, 2 bad flags or config). The subcommands
-// are `warcproxy healthcheck [URL]` (healthcheck.go) and `warcproxy wacz`
-// (wacz.go).
+// exit code (1 runtime failure, 2 bad flags or config). The subcommands,
+// `warcproxy healthcheck [URL]` (healthcheck.go) and `warcproxy wacz`
+// (wacz.go), are dispatched from the table in commands.go.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/warcproxy/warcproxy/internal/app"
@@ -29,14 +30,13 @@ func main() {
 }
 
 func realMain(args []string) int {
-	if len(args) > 0 && args[0] == "healthcheck" {
-		return healthcheckCommand(args[1:], os.Stderr)
+	cmds := commands()
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return runCommand(cmds, args, os.Stdout, os.Stderr)
 	}
-	if len(args) > 0 && args[0] == "wacz" {
-		return waczCommand(args[1:], os.Stdout, os.Stderr)
-	}
-	cfg, err := config.Parse(args, os.Stdout)
+	cfg, err := config.Parse(args, nil)
 	if errors.Is(err, flag.ErrHelp) {
+		usage(os.Stdout, cmds)
 		return 0
 	}
 	var logger *slog.Logger

@@ -514,7 +514,7 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 		{"SOCKS password without SOCKS", nil, []string{"--socks-proxy-password", "s3cret-pw"},
 			[]string{"--socks-proxy-password: needs --socks-proxy"}, []string{"s3cret-pw", "username"}},
 		{"warcprox's --rethinkdb-dedup-url", nil, []string{"--rethinkdb-dedup-url", "rethinkdb://db0/warcprox/dedup"},
-			[]string{"flag provided but not defined: --rethinkdb-dedup-url", "--dedup-db and --stats-db redis://"}, nil},
+			[]string{"unknown flag --rethinkdb-dedup-url", "--dedup-db and --stats-db redis://"}, nil},
 		{"warcprox's --plugin", nil, []string{"--plugin", "myplugin.Plugin"}, []string{"-plugin", "crawl log (--crawl-log-dir)"}, nil},
 		{"--gzip=false with --compression zstd", nil, []string{"--gzip=false", "--compression", "zstd"},
 			[]string{"--gzip=false asks for no compression and --compression zstd", "give --compression alone"}, nil},

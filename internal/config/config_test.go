@@ -323,11 +323,11 @@ func TestUndefinedFlagAsTyped(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--no-such-flag"}, "flag provided but not defined: --no-such-flag"},
-		{[]string{"-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
-		{[]string{"--no-such-flag=s3cret"}, "flag provided but not defined: --no-such-flag"},
-		{[]string{"-p", "8000", "--rethinkdb-dedup-url", "s3cret"}, "flag provided but not defined: --rethinkdb-dedup-url (a warcprox option"},
-		{[]string{"-rethinkdb-dedup-url=s3cret"}, "flag provided but not defined: -rethinkdb-dedup-url (a warcprox option"},
+		{[]string{"--no-such-flag"}, "unknown flag --no-such-flag"},
+		{[]string{"-no-such-flag"}, "unknown flag -no-such-flag"},
+		{[]string{"--no-such-flag=s3cret"}, "unknown flag --no-such-flag"},
+		{[]string{"-p", "8000", "--rethinkdb-dedup-url", "s3cret"}, "unknown flag --rethinkdb-dedup-url (a warcprox option"},
+		{[]string{"-rethinkdb-dedup-url=s3cret"}, "unknown flag -rethinkdb-dedup-url (a warcprox option"},
 		{[]string{"--dir", "d", "--port"}, "flag needs an argument: --port"},
 		{[]string{"--port=80x"}, `invalid value "80x" for flag --port: `},
 		{[]string{"-port=80x"}, `invalid value "80x" for flag -port: `},
@@ -565,7 +565,7 @@ func TestWarcproxOnlyOptionsNameTheReplacement(t *testing.T) {
 			for _, args := range forms {
 				_, err := Parse(args, io.Discard)
 				typed, _, _ := strings.Cut(args[0], "=") // as the user typed it, without a value
-				require.ErrorContains(t, err, "flag provided but not defined: "+typed+" (a warcprox option that warcproxy does not have: ", "%q", args)
+				require.ErrorContains(t, err, "unknown flag "+typed+" (a warcprox option that warcproxy does not have: ", "%q", args)
 				require.ErrorContains(t, err, tt.want, "%q", args)
 			}
 			value := tt.value

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/warcproxy/warcproxy/internal/suggest"
 )
 
 // applyFile sets, from the YAML document data, every key not in skip (the
@@ -128,8 +130,8 @@ func fileError(err error, keys []*option) error {
 			msg := fmt.Sprintf("line %s: unknown key %q", m[1], m[2])
 			if hint, ok := warcproxHint(strings.ReplaceAll(m[2], "_", "-")); ok {
 				msg += fmt.Sprintf(" (%s)", warcproxOnlyMsg(hint))
-			} else if s := suggestKey(m[2], keys); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			} else if s, _ := suggest.Find(m[2], keyCandidates(keys)); len(s) > 0 {
+				msg += " (did you mean " + oneOf(quoteAll(s)) + "?)"
 			}
 			msgs = append(msgs, msg)
 		} else if m := cannotDecodeRE.FindStringSubmatch(e); m != nil {
@@ -139,47 +141,4 @@ func fileError(err error, keys []*option) error {
 		}
 	}
 	return errors.New(strings.Join(msgs, "; "))
-}
-
-// suggestKey finds the key meant by an unknown one: the same with - for _
-// or in another case, a key whose flag alias it is (max-threads), or one
-// at most two edits away.
-func suggestKey(k string, keys []*option) string {
-	norm := strings.ToLower(strings.ReplaceAll(k, "_", "-"))
-	best, bestDist := "", 3
-	for _, o := range keys {
-		if norm == o.name {
-			return o.name
-		}
-		for _, a := range o.aliases {
-			if len(a) > 1 && norm == a {
-				return o.name
-			}
-		}
-		if d := editDistance(norm, o.name); d < bestDist {
-			best, bestDist = o.name, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

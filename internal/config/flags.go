@@ -228,7 +228,8 @@ func flagSet(gs []group) (*flag.FlagSet, map[string]*option) {
 
 // Parse reads the settings from args (without the program name) and the
 // config file they name, then validates them. For -h or --help it prints
-// Usage to out and returns flag.ErrHelp. With --version it returns at once
+// Usage to out (without commands: a caller with some passes a nil out and
+// prints its own) and returns flag.ErrHelp. With --version it returns at once
 // with ShowVersion set, without reading the file or validating. Any other
 // error is a usage error naming the flag or key at fault.
 func Parse(args []string, out io.Writer) (Config, error) {
@@ -304,19 +305,6 @@ func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) 
 	return c, nil
 }
 
-// unexpectedArg explains the first positional argument: warcproxy takes
-// none, and the usual cause is a boolean flag given a separate value.
-func unexpectedArg(args, rest []string, byName map[string]*option) error {
-	err := fmt.Errorf("unexpected argument %q (warcproxy takes only flags)", rest[0])
-	if i := len(args) - len(rest) - 1; i >= 0 {
-		prev := strings.TrimLeft(args[i], "-")
-		if o, ok := byName[prev]; ok && o.metavar == "" && !strings.Contains(args[i], "=") {
-			err = fmt.Errorf("unexpected argument %q: boolean flags take their value after =, as in %s=%s", rest[0], args[i], rest[0])
-		}
-	}
-	return err
-}
-
 // Hints for warcprox options that warcproxy does not have: what to use
 // instead.
 const (
@@ -366,39 +354,4 @@ func warcproxHint(name string) (hint string, ok bool) {
 // warcproxOnlyMsg is the note added to the error for such an option.
 func warcproxOnlyMsg(hint string) string {
 	return "a warcprox option that warcproxy does not have: " + hint + "; see docs/configuration.md"
-}
-
-// explainUndefined names the flag of a flag package error as the user
-// typed it (FlagAsTyped) and, when it is an unknown flag that warcprox
-// has, adds what to use instead.
-func explainUndefined(err error, args []string) error {
-	name, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	err = FlagAsTyped(err, args)
-	if hint, ok := warcproxHint(name); undefined && ok {
-		return errors.New(err.Error() + " (" + warcproxOnlyMsg(hint) + ")")
-	}
-	return err
-}
-
-// FlagAsTyped rewrites an error of the flag package, which names a flag
-// with one dash whatever was typed ("flag needs an argument: -port"), to
-// name it as it appears in args ("--port"; never with a value given as
-// --name=value). Other errors are returned as they are.
-func FlagAsTyped(err error, args []string) error {
-	msg := err.Error()
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		typed, _, _ := strings.Cut(a, "=")
-		if len(typed) < 3 || !strings.HasPrefix(typed, "--") {
-			continue
-		}
-		named := " " + typed[1:] // as the flag package names it
-		i := strings.LastIndex(msg, named)
-		if j := i + len(named); i >= 0 && (j == len(msg) || msg[j] == ':') {
-			return errors.New(msg[:i+1] + typed + msg[j:])
-		}
-	}
-	return err
 }

@@ -20,6 +20,8 @@ func FuzzParse(f *testing.F) {
 		{"--size=10k\n--socket-timeout=0.5", ""},
 		{"-h", ""},
 		{"--version", ""},
+		{"-zv\n-p8000\n-zvp8000\n-d/tmp/w", ""},
+		{"--max-thread\n10\n--rollover-idle\n60\n--dedup\nnone", ""},
 		{"--port\n9100", "port: 9000\nmethod-filter: [GET, POST]\nsocket-timeout: 30\n"},
 		{"-q", "log-level: error\nrollover-size: 2 GB\nidle-timeout: &t 45s\nheader-timeout: *t\n"},
 		{"", "max_conns: 5\n"},

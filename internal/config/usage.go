@@ -12,16 +12,23 @@ const (
 	specWidth  = 34  // help starts after this column; longer names get their own line
 )
 
-// Usage writes the --help text: the options by group, each with its
-// aliases on one line, its help and its default.
-func Usage(w io.Writer) {
+// Command is a subcommand as Usage lists it.
+type Command struct {
+	Synopsis string // after "warcproxy ": "healthcheck [URL]"
+	Help     string
+}
+
+// Usage writes the --help text: the synopses, the options by group, each
+// with its aliases on one line, its help and its default, then cmds.
+func Usage(w io.Writer, cmds ...Command) {
 	c := Default()
 	var sh shorthands
 	var b strings.Builder
 	b.WriteString("Usage: warcproxy [flags]\n")
-	b.WriteString("       warcproxy healthcheck [URL]\n")
-	b.WriteString("       warcproxy wacz --output FILE.wacz [flags] WARC...\n\n")
-	b.WriteString("warcproxy is an HTTP/HTTPS proxy that records the traffic through it in WARC files.\n")
+	for _, cmd := range cmds {
+		b.WriteString("       warcproxy " + cmd.Synopsis + "\n")
+	}
+	b.WriteString("\nwarcproxy is an HTTP/HTTPS proxy that records the traffic through it in WARC files.\n")
 	for _, g := range groups(&c, &sh) {
 		fmt.Fprintf(&b, "\n%s:\n", g.title)
 		for _, o := range g.options {
@@ -32,19 +39,19 @@ func Usage(w io.Writer) {
 	writeOption(&b, &option{name: "help", aliases: []string{"h"}, help: "Print this help and exit.", value: boolValue{new(bool)}})
 	b.WriteString(`
 Flags take one dash or two: -p 8000, --port 8000, --port=8000. Boolean flags
-take a value only after "=": --gzip=false.
+take a value only after "=": --gzip=false. Short flags are not bundled (-z -v,
+not -zv) and long ones are not abbreviated.
 Durations: a Go duration (90s, 2m, 1h30m) or a number of seconds (60, 0.5).
 Sizes: bytes (1000000000), or a number and a unit, KB MB GB TB (powers of 1000)
 or KiB MiB GiB TiB (powers of 1024), any case: 512KiB, 1GB, 1.5GiB.
 A setting given as a flag overrides --config.file, which overrides the default.
-
-warcproxy healthcheck [URL] exits 0 if URL answers 200 within 4s, else prints
-why and exits 1; URL defaults to http://127.0.0.1:9100/status and no proxy is
-used. For container healthchecks in images without a shell.
-
-warcproxy wacz packs WARC files into a WACZ file for ReplayWeb.page; see
-warcproxy wacz --help.
 `)
+	if len(cmds) > 0 {
+		b.WriteString("\nCommands:\n")
+		for _, cmd := range cmds {
+			writeEntry(&b, "  "+cmd.Synopsis, strings.Fields(cmd.Help))
+		}
+	}
 	fmt.Fprint(w, b.String())
 }
 
@@ -66,6 +73,12 @@ func writeOption(b *strings.Builder, o *option) {
 	if d := defaultText(o); d != "" {
 		words = append(words, "(default "+d+")") // never broken across lines
 	}
+	writeEntry(b, spec, words)
+}
+
+// writeEntry writes spec, then words wrapped in the help column, on the
+// same line if spec leaves room.
+func writeEntry(b *strings.Builder, spec string, words []string) {
 	pad := specWidth - len(spec)
 	if pad < 2 {
 		b.WriteString(spec + "\n")
