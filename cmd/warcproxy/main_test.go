@@ -415,6 +415,35 @@ func TestSecondSignalWithNothingLeftExits0(t *testing.T) {
 	}
 }
 
+// TestSIGTERMKeepsTheOperatorsDirs: a clean stop leaves an empty
+// --tmp-dir the operator made (systemd's ReadWritePaths= needs it for the
+// next start), and removes the empty ones the proxy made for itself.
+func TestSIGTERMKeepsTheOperatorsDirs(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool")
+	require.NoError(t, os.Mkdir(spool, 0o700))
+	for _, tc := range []struct {
+		name       string
+		tmpDir     string
+		kept, gone string
+	}{
+		{"existing --tmp-dir", spool, spool, ""},
+		{"--tmp-dir it made", filepath.Join(dir, "made", "spool"), dir, filepath.Join(dir, "made")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startMain(t, "--port", "0", "--dir", filepath.Join(dir, "warcs"), "--tmp-dir", tc.tmpDir,
+				"--cacert", filepath.Join(dir, "ca.pem"), "--dedup-db", "embedded:"+filepath.Join(dir, "warcproxy.db"))
+			require.DirExists(t, tc.tmpDir)
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 0, p.wait(t, 10*time.Second), p.stderr.String())
+			require.DirExists(t, tc.kept)
+			if tc.gone != "" {
+				require.NoDirExists(t, tc.gone)
+			}
+		})
+	}
+}
+
 // activeRequests is /status's active_requests.
 func activeRequests(t *testing.T, port string) float64 {
 	var st struct {
