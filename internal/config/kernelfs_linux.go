@@ -11,7 +11,7 @@ import (
 // cannot be made there (mkdir under /proc says "no such file", under /sys
 // "operation not permitted"), or making one means something else (a new
 // cgroup, a configfs object).
-var kernelFileSystems = map[int64]string{
+var kernelFileSystems = map[uint32]string{
 	0x9fa0:     "proc",
 	0x62656572: "sysfs",
 	0x27e0eb:   "cgroup",
@@ -44,7 +44,9 @@ func notKernelFS(dir string) error {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return nil // the access check or the creation says why
 	}
-	if name, ok := kernelFileSystems[int64(st.Type)]; ok { //nolint:unconvert // Type is int32 on some architectures
+	// f_type is a 32-bit magic number, in a field whose type and sign
+	// vary by architecture.
+	if name, ok := kernelFileSystems[uint32(st.Type)]; ok {
 		return fmt.Errorf("%s is on %s, a kernel file system, where only the kernel makes entries", dir, name)
 	}
 	return nil
