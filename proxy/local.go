@@ -8,26 +8,52 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request) {
 		textError(w, http.StatusHTTPVersionNotSupported, "warcproxy: HTTP/2 is not supported yet; use HTTP/1.1")
 		return
 	}
-	if s.opts.NoLocalEndpoints && (r.URL.Path == "/status" || r.URL.Path == "/metrics") {
-		textError(w, http.StatusNotFound, "warcproxy: /status and /metrics are served on --metrics-address, not on the proxy port")
-		return
-	}
 	switch r.URL.Path {
-	case "/status":
-		if s.opts.Status == nil {
-			textError(w, http.StatusNotFound, "warcproxy: /status is off")
-			return
-		}
-		s.opts.Status.ServeHTTP(w, r)
-	case "/metrics":
-		if s.opts.Metrics == nil {
-			textError(w, http.StatusNotFound, "warcproxy: metrics are off")
-			return
-		}
-		s.opts.Metrics.ServeHTTP(w, r)
+	case "/status", "/metrics":
+		s.serveEndpoint(w, r)
 	default:
-		textError(w, http.StatusNotFound, "warcproxy: this is a recording proxy; configure it as your client's HTTP and HTTPS proxy. Local endpoints: /status, /metrics")
+		textError(w, http.StatusNotFound, "warcproxy: this is a recording proxy; configure it as your client's HTTP and HTTPS proxy."+s.endpointsShown())
 	}
+}
+
+// serveEndpoint serves /status or /metrics on the proxy port, or says
+// where they are served instead.
+func (s *Server) serveEndpoint(w http.ResponseWriter, r *http.Request) {
+	h := s.opts.Status
+	if r.URL.Path == "/metrics" {
+		h = s.opts.Metrics
+	}
+	switch {
+	case s.opts.MetricsAddress != "":
+		textError(w, http.StatusNotFound, "warcproxy: "+r.URL.Path+" is served on --metrics-address "+s.opts.MetricsAddress+", not on the proxy port")
+	case h == nil:
+		textError(w, http.StatusNotFound, "warcproxy: "+r.URL.Path+" is off")
+	default:
+		h.ServeHTTP(w, r)
+	}
+}
+
+// endpointsShown is what the proxy port's 404 page says about /status
+// and /metrics: listed when served here, else where they are.
+func (s *Server) endpointsShown() string {
+	if s.opts.MetricsAddress != "" {
+		return " /status and /metrics are served on --metrics-address " + s.opts.MetricsAddress + "."
+	}
+	var shown string
+	for _, e := range []struct {
+		path string
+		h    http.Handler
+	}{{"/status", s.opts.Status}, {"/metrics", s.opts.Metrics}} {
+		if e.h == nil {
+			continue
+		}
+		if shown == "" {
+			shown = " Local endpoints: " + e.path
+		} else {
+			shown += ", " + e.path
+		}
+	}
+	return shown
 }
 
 // Status is the front end's part of /status, with warcprox's keys.

@@ -92,9 +92,10 @@ type Options struct {
 	// requests to the proxy (CONNECT, plain proxy requests, /status and
 	// /metrics on the proxy port) need Proxy-Authorization: Basic.
 	ProxyAuth []string
-	// NoLocalEndpoints stops the proxy port from serving /status and
-	// /metrics (they are on --metrics-address then).
-	NoLocalEndpoints bool
+	// MetricsAddress, if set, is where /status and /metrics are served
+	// instead of the proxy port (--metrics-address, as bound): the proxy
+	// port answers them 404 naming it.
+	MetricsAddress string
 	// Status and Metrics, if not nil, serve /status and /metrics on the
 	// proxy port; Registerer, if not nil, gets the front end's metrics.
 	Status     http.Handler

@@ -415,6 +415,35 @@ func TestSecondSignalWithNothingLeftExits0(t *testing.T) {
 	}
 }
 
+// TestSIGTERMKeepsTheOperatorsDirs: a clean stop leaves an empty
+// --tmp-dir the operator made (systemd's ReadWritePaths= needs it for the
+// next start), and removes the empty ones the proxy made for itself.
+func TestSIGTERMKeepsTheOperatorsDirs(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool")
+	require.NoError(t, os.Mkdir(spool, 0o700))
+	for _, tc := range []struct {
+		name       string
+		tmpDir     string
+		kept, gone string
+	}{
+		{"existing --tmp-dir", spool, spool, ""},
+		{"--tmp-dir it made", filepath.Join(dir, "made", "spool"), dir, filepath.Join(dir, "made")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startMain(t, "--port", "0", "--dir", filepath.Join(dir, "warcs"), "--tmp-dir", tc.tmpDir,
+				"--cacert", filepath.Join(dir, "ca.pem"), "--dedup-db", "embedded:"+filepath.Join(dir, "warcproxy.db"))
+			require.DirExists(t, tc.tmpDir)
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 0, p.wait(t, 10*time.Second), p.stderr.String())
+			require.DirExists(t, tc.kept)
+			if tc.gone != "" {
+				require.NoDirExists(t, tc.gone)
+			}
+		})
+	}
+}
+
 // activeRequests is /status's active_requests.
 func activeRequests(t *testing.T, port string) float64 {
 	var st struct {
@@ -454,18 +483,7 @@ func getStatus(t *testing.T, port string, st any) {
 // directory holding only the files it prepares.
 func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 	caPEM, caCRT := newCAFiles(t)
-	redisAddr := redistest.Addr(t)
-	locked := redistest.Private(t) // a server with a password
-	rc := redis.NewClient(&redis.Options{Addr: locked.Addr})
-	require.NoError(t, rc.ConfigSet(t.Context(), "requirepass", "right-pw").Err())
-	rc.Close()
-	for _, tc := range []struct {
-		name    string
-		files   map[string]string // prepared in the directory, mode 0644
-		args    []string
-		want    []string // in the message
-		notWant []string // not in the message
-	}{
+	for _, tc := range []exit2Case{
 		{"auth file missing", nil, []string{"--proxy-auth-file", "auth"}, []string{"--proxy-auth-file", "no such file"}, nil},
 		{"auth file malformed", map[string]string{"auth": "# users\nalice-no-colon\n"}, []string{"--proxy-auth-file", "auth"},
 			[]string{"--proxy-auth-file", "line 2: want user:password"}, nil},
@@ -500,6 +518,29 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 		{"database is a directory", nil, []string{"--dedup-db", "embedded:."}, []string{"--dedup-db: . is a directory"}, nil},
 		{"CA file inside a file", map[string]string{"data": "oops\n"}, []string{"--cacert", "data/ca.pem"},
 			[]string{"--cacert", "data/ca.pem: not a directory"}, nil},
+		// Root passes the access check under /proc and /sys, and failed
+		// only when creating, after the CA and database were made.
+		{"WARC dir under /proc", nil, []string{"--dir", "/proc/warcs"},
+			[]string{"--dir: cannot create /proc/warcs: /proc is on proc, a kernel file system"}, nil},
+		{"WARC dir under /sys", nil, []string{"--dir", "/sys/warcs"},
+			[]string{"--dir: cannot create /sys/warcs: /sys is on sysfs, a kernel file system"}, nil},
+		{"spool dir under /sys", nil, []string{"--tmp-dir", "/sys/kernel/spool"},
+			[]string{"--tmp-dir: cannot create /sys/kernel/spool: /sys/kernel is on sysfs"}, nil},
+		{"certs dir under /proc", nil, []string{"--certs-dir", "/proc/certs"}, []string{"--certs-dir: cannot create /proc/certs"}, nil},
+		{"crawl log dir under /proc", nil, []string{"--crawl-log-dir", "/proc/cl"},
+			[]string{"--crawl-log-dir: cannot create /proc/cl: /proc is on proc"}, nil},
+		{"CA file under /proc", nil, []string{"--cacert", "/proc/x/ca.pem"},
+			[]string{"--cacert: cannot create /proc/x/ca.pem: /proc is on proc"}, nil},
+		{"database under /proc", nil, []string{"--dedup-db", "embedded:/proc/x.db"},
+			[]string{"--dedup-db: cannot create /proc/x.db: /proc is on proc"}, nil},
+		{"stats database under /sys", nil, []string{"--stats-db", "embedded:/sys/x/stats.db"},
+			[]string{"--stats-db: cannot create /sys/x/stats.db: /sys is on sysfs"}, nil},
+		{"auth file under /proc", nil, []string{"--proxy-auth-file", "/proc/x/auth"}, []string{"--proxy-auth-file", "no such file"}, nil},
+		{"zstd dictionary under /proc", nil, []string{"--compression", "zstd", "--zstd-dictionary", "/proc/x/warc.dict"},
+			[]string{"--zstd-dictionary", "no such file"}, nil},
+		// Not "address already in use", as if another process held it.
+		{"metrics on the proxy port", nil, []string{"--port", "8051", "--metrics-address", "127.0.0.1:8051"},
+			[]string{"--address 127.0.0.1 --port 8051 and --metrics-address 127.0.0.1:8051 would both listen on port 8051"}, []string{"already in use"}},
 		{"Redis port out of range", nil, []string{"--dedup-db", "redis://127.0.0.1:99999/0"}, []string{"--dedup-db", "port"}, nil},
 		{"store timeout zero", nil, []string{"--store-timeout", "0s"}, []string{"--store-timeout"}, nil},
 		{"SOCKS and parent proxy together", nil, []string{"--socks-proxy", "127.0.0.1:1080", "--upstream-proxy", "http://127.0.0.1:3128"},
@@ -526,8 +567,22 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 			[]string{"--zstd-dictionary: warc.dict: not a zstd dictionary"}, nil},
 		{"warcprox's --rethinkdb-dedup-url in the file", map[string]string{"warcproxy.yaml": "rethinkdb-dedup-url: rethinkdb://db0/warcprox/dedup\n"},
 			[]string{"--config.file", "warcproxy.yaml"}, []string{`unknown key "rethinkdb-dedup-url"`, "--dedup-db and --stats-db redis://"}, nil},
-		// A real redis-server that refuses the connection's setup: every
-		// lookup would fail for as long as the proxy ran.
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+// TestStoreServerErrorsExit2BeforeAnything: a Redis server that refuses
+// the connection's setup (every lookup would fail for as long as the
+// proxy ran) is a configuration error too, found before anything is
+// created.
+func TestStoreServerErrorsExit2BeforeAnything(t *testing.T) {
+	redisAddr := redistest.Addr(t)
+	locked := redistest.Private(t) // a server with a password
+	rc := redis.NewClient(&redis.Options{Addr: locked.Addr})
+	require.NoError(t, rc.ConfigSet(t.Context(), "requirepass", "right-pw").Err())
+	rc.Close()
+	for _, tc := range []exit2Case{
 		{"a database number the Redis server does not have", nil, []string{"--dedup-db", "redis://" + redisAddr + "/99"},
 			[]string{"--dedup-db: redis://" + redisAddr + "/99: the Redis server refused the connection", "DB index is out of range"}, nil},
 		{"a Redis password the server does not take", nil, []string{"--stats-db", "redis://:s3cret-pw@" + locked.Addr + "/0"},
@@ -535,37 +590,49 @@ func TestConfigErrorsExit2BeforeAnything(t *testing.T) {
 		{"no Redis password for a server that wants one", nil, []string{"--dedup-db", "redis://" + locked.Addr + "/0"},
 			[]string{"--dedup-db: redis://" + locked.Addr + "/0: the Redis server refused the connection", "NOAUTH"}, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
-				"--dedup-db", "embedded:warcproxy.db"}, tc.args...)...)
-			for name, content := range tc.files {
-				path := filepath.Join(cmd.Dir, name)
-				require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-				require.NoError(t, os.Chmod(path, 0o644)) // whatever the umask
-			}
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			require.ErrorAs(t, err, &ee, "%s", out)
-			require.Equal(t, 2, ee.ExitCode(), "%s", out)
-			for _, w := range tc.want {
-				require.Contains(t, string(out), w)
-			}
-			for _, w := range tc.notWant {
-				require.NotContains(t, string(out), w)
-			}
-			entries, err := os.ReadDir(cmd.Dir)
-			require.NoError(t, err)
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			var prepared []string
-			for name := range tc.files {
-				prepared = append(prepared, name)
-			}
-			require.ElementsMatch(t, prepared, names, "nothing created")
-		})
+		t.Run(tc.name, tc.run)
 	}
+}
+
+// exit2Case is a command line that must exit 2 with a message naming
+// what is wrong, leaving its working directory as it was prepared.
+type exit2Case struct {
+	name    string
+	files   map[string]string // prepared in the directory, mode 0644
+	args    []string
+	want    []string // in the message
+	notWant []string // not in the message
+}
+
+func (tc exit2Case) run(t *testing.T) {
+	cmd := selfCommand(t, append([]string{"--port", "0", "--dir", "warcs", "--cacert", "ca.pem",
+		"--dedup-db", "embedded:warcproxy.db"}, tc.args...)...)
+	for name, content := range tc.files {
+		path := filepath.Join(cmd.Dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+		require.NoError(t, os.Chmod(path, 0o644)) // whatever the umask
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	for _, w := range tc.want {
+		require.Contains(t, string(out), w)
+	}
+	for _, w := range tc.notWant {
+		require.NotContains(t, string(out), w)
+	}
+	entries, err := os.ReadDir(cmd.Dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	var prepared []string
+	for name := range tc.files {
+		prepared = append(prepared, name)
+	}
+	require.ElementsMatch(t, prepared, names, "nothing created")
 }
 
 // newCAFiles returns the contents of a CA file (certificate and key) and

@@ -61,6 +61,7 @@ type App struct {
 
 	authPairs []string // --proxy-auth and --proxy-auth-file
 	spoolDir  string
+	dirs      madeDirs // what this run created, to remove at shutdown when empty
 	handles   store.Handles
 	indexer   *cdxj.Indexer // --cdxj, or nil
 }
@@ -103,6 +104,9 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 	if err := a.listen(); err != nil {
 		return nil, err
 	}
+	if err := a.makeDirs(); err != nil {
+		return nil, err
+	}
 	if err := a.openFiles(); err != nil {
 		return nil, err
 	}
@@ -139,22 +143,59 @@ func (a *App) listen() error {
 	return nil
 }
 
-// openFiles loads (or creates) the CA, creates the WARC directory and the
-// spool.
+// makeDirs creates every directory the run writes to that is missing,
+// before the components that would create them themselves, so that the
+// run knows which it made (a.dirs) and shutdown removes only those.
+func (a *App) makeDirs() error {
+	a.spoolDir = a.cfg.TmpDir
+	if a.spoolDir == "" {
+		a.spoolDir = filepath.Join(a.cfg.Dir, ".spool")
+	}
+	for _, d := range runDirs(a.cfg, a.spoolDir) {
+		if err := a.dirs.mkdirAll(d.path, d.mode); err != nil {
+			return fmt.Errorf("creating %s: %w", d.what, err)
+		}
+	}
+	return nil
+}
+
+// runDir is a directory the run writes to.
+type runDir struct {
+	what, path string
+	mode       os.FileMode
+}
+
+// runDirs are the directories the run writes to. The WARC and crawl log
+// directories are readable by ingest jobs of other users (0755); the
+// spool, the certificates and the CA are the proxy's alone (0700); a
+// database's directory is 0755, its file 0600.
+func runDirs(cfg config.Config, spoolDir string) []runDir {
+	dirs := []runDir{
+		{"CA dir", filepath.Dir(cfg.CACert), 0o700},
+		{"WARC dir", cfg.Dir, 0o755},
+		{"spool dir", spoolDir, 0o700},
+	}
+	if cfg.CertsDir != "" {
+		dirs = append(dirs, runDir{"certs dir", cfg.CertsDir, 0o700})
+	}
+	if cfg.CrawlLogDir != "" {
+		dirs = append(dirs, runDir{"crawl log directory", cfg.CrawlLogDir, 0o755})
+	}
+	for _, spec := range []string{cfg.DedupDB, cfg.StatsDB} {
+		if s, err := store.Parse(spec); err == nil && s.Kind == store.Embedded {
+			dirs = append(dirs, runDir{"the directory of " + s.Path, filepath.Dir(s.Path), 0o755})
+		}
+	}
+	return dirs
+}
+
+// openFiles loads (or creates) the CA and opens the spool, in the
+// directories makeDirs made.
 func (a *App) openFiles() error {
 	cfg := a.cfg
 	var err error
 	if a.ca, err = mitm.LoadOrCreateCA(cfg.CACert, cfg.CertsDir, a.logger.With("component", "ca")); err != nil {
 		return err
-	}
-	// The WARC directory is readable by ingest jobs of other users; the
-	// spool inside it is the proxy's alone.
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("creating WARC dir: %w", err)
-	}
-	a.spoolDir = cfg.TmpDir
-	if a.spoolDir == "" {
-		a.spoolDir = filepath.Join(cfg.Dir, ".spool")
 	}
 	if a.spooler, err = spool.New(a.spoolDir, cfg.TmpFileMaxMemory, cfg.SpoolMemory); err != nil {
 		return err
@@ -224,6 +265,7 @@ func (a *App) undo() {
 	if a.pool != nil {
 		_ = a.pool.Close(context.Background())
 	}
+	a.removeDirs()
 	if a.ln != nil {
 		a.ln.Close()
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/warcproxy/warcproxy/crawllog"
 	"github.com/warcproxy/warcproxy/dedup"
@@ -24,15 +23,6 @@ func (a *App) openBackends() error {
 	sspec, err := store.Parse(cfg.StatsDB)
 	if err != nil {
 		return fmt.Errorf("--stats-db: %w", err)
-	}
-	for _, s := range []store.Spec{dspec, sspec} {
-		if s.Kind == store.Embedded {
-			if dir := filepath.Dir(s.Path); dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return fmt.Errorf("creating the directory of %s: %w", s.Path, err)
-				}
-			}
-		}
 	}
 	ds, err := dedup.Open(dspec, &a.handles)
 	if err != nil {

@@ -115,12 +115,21 @@ func proxyOptions(a *App) proxy.Options {
 			TorSOCKS:           cfg.OnionTorSOCKSProxy,
 			AllowRenegotiation: cfg.UnsafeLegacyRenegotiation,
 		},
-		ProxyAuth:        a.authPairs,
-		NoLocalEndpoints: cfg.MetricsAddress != "",
-		Status:           a.statusHandler(),
-		Metrics:          a.metricsHandler(),
-		Registerer:       a.registry,
+		ProxyAuth:      a.authPairs,
+		MetricsAddress: metricsAddress(a),
+		Status:         a.statusHandler(),
+		Metrics:        a.metricsHandler(),
+		Registerer:     a.registry,
 	}
+}
+
+// metricsAddress is where --metrics-address is bound (its port when it
+// asked for 0), or "" without it.
+func metricsAddress(a *App) string {
+	if addr := a.MetricsAddr(); addr != nil {
+		return addr.String()
+	}
+	return ""
 }
 
 // route is the way out to origins; only the proxy's upstream client takes

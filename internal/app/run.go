@@ -81,7 +81,7 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	}
 	runErr := g.Run()
 	<-indexerDone
-	_ = os.Remove(a.spoolDir) // only if empty: spill files are unlinked at creation
+	a.removeDirs()
 	a.rates.Stop()
 	err := errors.Join(runErr, errs.join())
 	a.logStopped(err, sd.forced())

@@ -285,6 +285,8 @@ func (c Config) validateListen(p *problems) {
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		p.bad("port", "must be between 0 and 65535, got %d", c.Port)
+	} else {
+		checkListeners(p, c.listeners())
 	}
 	if c.CACert == "" {
 		p.bad("cacert", "must not be empty")

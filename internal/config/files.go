@@ -48,7 +48,10 @@ func (c Config) checkDirs(p *problems) {
 		case err == nil && d.flag == "certs-dir":
 			// Leaf certificates are only cached there, and one that
 			// cannot be saved is logged: a read-only directory of them
-			// (a shared mount) is used as it is.
+			// (a shared mount) is used as it is, but not /proc or /sys.
+			if err := notKernelFS(d.path); err != nil {
+				p.bad(d.flag, "%v", err)
+			}
 		default:
 			if err := creatable(d.path); err != nil {
 				p.bad(d.flag, "%v", err)
@@ -88,8 +91,9 @@ func (c Config) embeddedPath(spec string) string {
 }
 
 // creatable reports why path could not be created, or written to if it is
-// an existing directory: the nearest part of it that exists is a file, or
-// a directory the process may not write to.
+// an existing directory: the nearest part of it that exists is a file, a
+// directory on a kernel file system (/proc, /sys: root passes the access
+// check there), or a directory the process may not write to.
 func creatable(path string) error {
 	dir := path
 	st, err := os.Stat(dir)
@@ -102,16 +106,17 @@ func creatable(path string) error {
 		return nil // nothing exists: let the creation say why
 	case !st.IsDir():
 		return fmt.Errorf("cannot create %s: %s is not a directory", path, dir)
-	case dir == path:
-		if err := writable(dir); err != nil {
-			return fmt.Errorf("%s is not writable: %w", dir, err)
-		}
-	default:
-		if err := writable(dir); err != nil {
-			return fmt.Errorf("cannot create %s: %s is not writable: %w", path, dir, err)
+	}
+	err = notKernelFS(dir)
+	if err == nil {
+		if werr := writable(dir); werr != nil {
+			err = fmt.Errorf("%s is not writable: %w", dir, werr)
 		}
 	}
-	return nil
+	if err != nil && dir != path {
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	return err
 }
 
 // ProxyAuthPairs returns the accepted user:password pairs of --proxy-auth

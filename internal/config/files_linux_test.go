@@ -71,3 +71,33 @@ func TestWritableAsTheProcess(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 }
+
+// TestCheckFilesKernelFileSystems: nothing of the proxy's can be made
+// under /proc or /sys, though root passes the access check there: each
+// flag that names a path to create there is refused, naming the file
+// system, whoever runs the check.
+func TestCheckFilesKernelFileSystems(t *testing.T) {
+	base := func() Config {
+		return Config{Dir: t.TempDir(), CACert: filepath.Join(t.TempDir(), "ca.pem"), DedupDB: "none", StatsDB: "none"}
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"WARC dir under /proc", func(c *Config) { c.Dir = "/proc/warcs" }, "--dir: cannot create /proc/warcs: /proc is on proc, a kernel file system"},
+		{"WARC dir /proc itself", func(c *Config) { c.Dir = "/proc" }, "--dir: /proc is on proc, a kernel file system"},
+		{"spool dir under /sys", func(c *Config) { c.TmpDir = "/sys/kernel/spool" }, "--tmp-dir: cannot create /sys/kernel/spool: /sys/kernel is on sysfs"},
+		{"existing certs dir in /proc", func(c *Config) { c.CertsDir = "/proc/self" }, "--certs-dir: /proc/self is on proc"},
+		{"crawl log dir under /proc", func(c *Config) { c.CrawlLogDir = "/proc/cl" }, "--crawl-log-dir: cannot create /proc/cl: /proc is on proc"},
+		{"CA file under /proc", func(c *Config) { c.CACert = "/proc/x/ca.pem" }, "--cacert: cannot create /proc/x/ca.pem: /proc is on proc"},
+		{"dedup database under /proc", func(c *Config) { c.DedupDB = "embedded:/proc/x.db" }, "--dedup-db: cannot create /proc/x.db: /proc is on proc"},
+		{"stats database under /sys", func(c *Config) { c.StatsDB = "embedded:/sys/x/s.db" }, "--stats-db: cannot create /sys/x/s.db: /sys is on sysfs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			tc.set(&c)
+			require.ErrorContains(t, c.CheckFiles(), tc.want)
+		})
+	}
+}

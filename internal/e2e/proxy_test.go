@@ -189,6 +189,55 @@ func TestStatusEndpoint(t *testing.T) {
 	}
 }
 
+// TestLocalEndpointsOnTheProxyPort: the proxy port's own pages say where
+// /status and /metrics are: listed at / and served there by default;
+// with --metrics-address, neither listed nor served, and their 404 names
+// the flag and the address they are served on.
+func TestLocalEndpointsOnTheProxyPort(t *testing.T) {
+	get := func(t *testing.T, url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name    string
+		metrics bool
+	}{{"on the proxy port", false}, {"with --metrics-address", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proxytest.Start(t, func(c *config.Config) {
+				if tc.metrics {
+					c.MetricsAddress = "127.0.0.1:0"
+				}
+			})
+			code, body := get(t, p.URL.String()+"/")
+			require.Equal(t, 404, code)
+			require.Contains(t, body, "this is a recording proxy")
+			if !tc.metrics {
+				require.Contains(t, body, "Local endpoints: /status, /metrics")
+				for _, path := range []string{"/status", "/metrics"} {
+					code, body := get(t, p.URL.String()+path)
+					require.Equal(t, 200, code, "%s: %s", path, body)
+				}
+				return
+			}
+			where := "--metrics-address " + p.App.MetricsAddr().String()
+			require.NotContains(t, body, "Local endpoints")
+			require.Contains(t, body, "/status and /metrics are served on "+where)
+			for _, path := range []string{"/status", "/metrics"} {
+				code, body := get(t, p.URL.String()+path)
+				require.Equal(t, 404, code)
+				require.Contains(t, body, path+" is served on "+where+", not on the proxy port")
+				code, body = get(t, "http://"+p.App.MetricsAddr().String()+path)
+				require.Equal(t, 200, code, "%s on %s: %s", path, where, body)
+			}
+		})
+	}
+}
+
 // TestUpstreamFailures: refused, timeout and TLS failures give the client a
 // clear 502/504 with a reason, and the proxy keeps serving.
 func TestUpstreamFailures(t *testing.T) {

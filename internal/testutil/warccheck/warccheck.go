@@ -21,6 +21,7 @@
 package warccheck
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -63,6 +64,8 @@ const maxKeptBlock = 1 << 20
 //
 // Each problem is reported with t.Errorf; if there was any, Dir ends the
 // test with t.Fatalf, so the records it returns are always from good files.
+// A dir that does not exist holds no records: a proxy that wrote nothing
+// removes at shutdown the empty --dir it created.
 func Dir(t testing.TB, dir string) []Record {
 	t.Helper()
 	paths, others, err := scanDir(dir)
@@ -161,6 +164,9 @@ func isWARCName(name string) bool {
 // files whose name ends in .open. Open WARC files are in the first list, so
 // that they are read (and reported) by both readers too.
 func scanDir(dir string) (warcs, otherOpen []string, err error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
