@@ -86,13 +86,21 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // parse parses flags that may come before, between or after the
 // positional arguments, and returns those. ok is false with the exit code
-// to use (0 for --help).
+// to use: 0 for --help, after fs.Usage; 2 for a bad flag, explained as
+// every command of ours explains one (did you mean --proxy?), with a
+// pointer to --help instead of the whole usage.
 func parse(fs *flag.FlagSet, args []string) (rest []string, code int, ok bool) {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package would print the usage after any error
+	defer fs.SetOutput(out)
 	for {
 		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, 0, false
 			}
+			fmt.Fprintf(out, "%s: %v\nRun %s --help for usage.\n", fs.Name(), suggest.FlagError(fs, args, err), fs.Name())
 			return nil, 2, false
 		}
 		args = fs.Args()

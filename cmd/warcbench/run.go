@@ -60,7 +60,8 @@ func newRunFlags(stderr io.Writer) (*flag.FlagSet, *runFlags) {
 		timeout:      fs.Duration("timeout", 30*time.Second, "per-request timeout, connecting to reading the body"),
 		jsonOut:      fs.Bool("json", false, "print one JSON object instead of text"),
 	}
-	fs.IntVar(f.concurrency, "c", 10, "short for --concurrency")
+	// One flag under two names, so that -c50 is explained as --concurrency.
+	fs.Var(fs.Lookup("concurrency").Value, "c", "short for --concurrency")
 	fs.Var(&f.replay, "replay", "WARC file (.warc, .warc.gz or .warc.zst) whose request records are re-issued; repeatable, and with --replay the arguments are WARC files too")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: warcbench run [flags] URL...

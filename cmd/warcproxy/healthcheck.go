@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/warcproxy/warcproxy/internal/suggest"
 )
 
 const (
@@ -23,16 +26,25 @@ const (
 // a shell or wget: exit 0 when URL answers 200, otherwise say why on
 // stderr and exit 1 (Docker reserves 2, so a bad argument is 1 too).
 func healthcheckCommand(args []string, stderr io.Writer) int {
-	target := defaultHealthURL
+	// No flags but --help; the flag set still explains a mistyped one
+	// (--hlep) the way every command does.
+	fs := flag.NewFlagSet("warcproxy healthcheck", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
 	switch {
-	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprintf(stderr, "Usage: warcproxy healthcheck [URL]\n\nExit 0 if GET URL answers 200 within %s, else 1.\nURL defaults to %s; no proxy is used.\n", healthTimeout, defaultHealthURL)
 		return 0
-	case len(args) == 1:
-		target = args[0]
-	case len(args) > 1:
-		fmt.Fprintf(stderr, "warcproxy healthcheck: one URL at most, got %d arguments\n", len(args))
+	case err != nil:
+		fmt.Fprintf(stderr, "warcproxy healthcheck: %v\nRun warcproxy healthcheck --help for usage.\n", suggest.FlagError(fs, args, err))
 		return 1
+	case fs.NArg() > 1:
+		fmt.Fprintf(stderr, "warcproxy healthcheck: one URL at most, got %d arguments\n", fs.NArg())
+		return 1
+	}
+	target := defaultHealthURL
+	if fs.NArg() == 1 {
+		target = fs.Arg(0)
 	}
 	if err := healthcheck(context.Background(), target, healthTimeout); err != nil {
 		fmt.Fprintf(stderr, "warcproxy healthcheck: %v\n", err)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,22 +61,28 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	}
 }
 
-// errorRowRE is a row of docs/cli.md's table of bad command lines: what
-// is typed and the whole message.
+// errorRowRE is a row of docs/cli.md's tables of bad command lines (of
+// warcproxy, of a subcommand): what is typed and the whole message.
 var errorRowRE = regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([^`]+)` \\|$")
 
 // TestCLIDocErrors: the messages docs/cli.md shows for bad command lines
-// are the ones warcproxy prints.
+// are the ones warcproxy and its subcommands print, each under its own
+// name and pointing to its own --help.
 func TestCLIDocErrors(t *testing.T) {
 	data, err := os.ReadFile(cliDoc)
 	require.NoError(t, err)
 	rows := errorRowRE.FindAllStringSubmatch(string(data), -1)
-	require.GreaterOrEqual(t, len(rows), 5, "the table of bad command lines in %s", cliDoc)
+	require.GreaterOrEqual(t, len(rows), 8, "the tables of bad command lines in %s", cliDoc)
 	for _, row := range rows {
 		t.Run(row[1], func(t *testing.T) {
-			code, out := runMain(t, strings.Fields(row[1])...)
+			args := strings.Fields(row[1])
+			prog := "warcproxy"
+			if slices.ContainsFunc(commands(), func(c command) bool { return c.name == args[0] }) {
+				prog += " " + args[0]
+			}
+			code, out := runMain(t, args...)
 			require.Equal(t, 2, code, out)
-			require.Equal(t, "warcproxy: "+row[2]+"\nRun warcproxy --help for usage.\n", out)
+			require.Equal(t, prog+": "+row[2]+"\nRun "+prog+" --help for usage.\n", out)
 		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/warcproxy/warcproxy/internal/config"
+	"github.com/warcproxy/warcproxy/internal/suggest"
 	"github.com/warcproxy/warcproxy/wacz"
 )
 
@@ -76,7 +76,7 @@ func parseWACZFlags(args []string) (wacz.Options, []string, error) {
 	fs := flag.NewFlagSet("warcproxy wacz", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed once, by the caller
 	fs.StringVar(&opts.Output, "output", "", "")
-	fs.StringVar(&opts.Output, "o", "", "")
+	fs.Var(fs.Lookup("output").Value, "o", "") // one flag: -ox.wacz is explained as --output
 	fs.StringVar(&opts.Title, "title", "", "")
 	pagesFrom := fs.String("pages-from", "html", "")
 	fs.BoolVar(&opts.CompressedIndex, "compressed-index", false, "")
@@ -84,7 +84,7 @@ func parseWACZFlags(args []string) (wacz.Options, []string, error) {
 	var paths []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
-			return opts, nil, config.FlagAsTyped(err, args)
+			return opts, nil, suggest.FlagError(fs, args, err)
 		}
 		rest := fs.Args()
 		// Parse stops at the first argument that is not a flag, or just

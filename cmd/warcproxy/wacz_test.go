@@ -87,7 +87,7 @@ func TestWACZCommand(t *testing.T) {
 		{"help", []string{"--help"}, 0, "Usage: warcproxy wacz --output FILE.wacz", false},
 		{"no output", []string{good}, 2, "--output FILE.wacz is required", false},
 		{"no WARC", []string{"--output", "OUT"}, 2, "no WARC files given", false},
-		{"unknown flag", []string{"--output", "OUT", "--gzip", good}, 2, "flag provided but not defined: --gzip", false},
+		{"unknown flag", []string{"--output", "OUT", "--gzip", good}, 2, "warcproxy wacz: unknown flag --gzip\nRun warcproxy wacz --help for usage.\n", false},
 		{"bad pages-from", []string{"--output", "OUT", "--pages-from", "all", good}, 2, `--pages-from "all": want html or none`, false},
 		{"output not .wacz", []string{"--output", filepath.Join(t.TempDir(), "out.zip"), good}, 2, "the name must end in .wacz", false},
 		{"output dir missing", []string{"--output", "/nonexistent/dir/out.wacz", good}, 2, "no directory /nonexistent/dir", false},

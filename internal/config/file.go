@@ -131,7 +131,7 @@ func fileError(err error, keys []*option) error {
 			if hint, ok := warcproxHint(strings.ReplaceAll(m[2], "_", "-")); ok {
 				msg += fmt.Sprintf(" (%s)", warcproxOnlyMsg(hint))
 			} else if s, _ := suggest.Find(m[2], keyCandidates(keys)); len(s) > 0 {
-				msg += " (did you mean " + oneOf(quoteAll(s)) + "?)"
+				msg += " (did you mean " + suggest.OneOf(quoteAll(s)) + "?)"
 			}
 			msgs = append(msgs, msg)
 		} else if m := cannotDecodeRE.FindStringSubmatch(e); m != nil {

@@ -248,7 +248,7 @@ func parse(args []string, out io.Writer, readFile func(string) ([]byte, error)) 
 			}
 			return Config{}, flag.ErrHelp
 		}
-		return Config{}, explainUndefined(err, args)
+		return Config{}, explainFlagError(fs, args, err)
 	}
 	if fs.NArg() > 0 {
 		return Config{}, unexpectedArg(args, fs.Args(), byName)

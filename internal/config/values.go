@@ -144,6 +144,11 @@ func isDecimal(s string) bool {
 type stringValue struct{ p *string }
 
 func (v stringValue) Set(s string) error { *v.p = s; return nil }
+
+// Get makes a stringValue a flag.Getter of a string: any text is a value
+// of it (suggest.FlagError reads -dri as --dir mistyped, not -d ri).
+func (v stringValue) Get() any { return *v.p }
+
 func (v stringValue) String() string {
 	if v.p == nil {
 		return ""

@@ -82,6 +82,16 @@ func TestImportRules(t *testing.T) {
 			t.Errorf("the front end imports %s", d)
 		}
 	}
+	// The "did you mean" of every command's flags, config keys and
+	// commands: what any command imports, so it imports nothing of ours.
+	for _, leaf := range []string{"internal/suggest"} {
+		if _, ok := imports[leaf]; !ok {
+			t.Fatalf("go list did not list %s", leaf)
+		}
+		for _, d := range imports[leaf] {
+			t.Errorf("%s imports %s; it must import nothing of ours", leaf, d)
+		}
+	}
 	for pkg, list := range imports {
 		if slices.Contains(list, "internal/app") && pkg != "cmd/warcproxy" && pkg != "internal/testutil/proxytest" {
 			t.Errorf("%s imports the wiring (internal/app)", pkg)

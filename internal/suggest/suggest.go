@@ -1,5 +1,7 @@
 // Package suggest finds the name a mistyped one likely meant, for the "did
-// you mean" of warcproxy's flags, config keys and commands alike.
+// you mean" of warcproxy's flags, config keys and commands alike, and with
+// it explains the errors of any flag.FlagSet (FlagError), so that every
+// command, and every subcommand with flags of its own, explains them alike.
 package suggest
 
 import "strings"
