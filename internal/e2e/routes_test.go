@@ -169,6 +169,37 @@ func TestParentProxyOrigin401(t *testing.T) {
 	require.ElementsMatch(t, []string{origin.URL + "/a", origin.URL + "/b", origin.URL + "/c"}, got)
 }
 
+// TestParentProxyErrorPage: when the parent cannot reach the origin, a
+// plain request gets the parent's own error page (tinyproxy: 500 Unable to
+// connect), passed to the client and recorded as the site's response with
+// the parent's words and its Server header, by which operations.md tells
+// an archivist to find such records; an HTTPS one gets a 502 naming the
+// route, and nothing is recorded for it.
+func TestParentProxyErrorPage(t *testing.T) {
+	closed := freeAddr(t) // nothing listens there
+	parent := startTinyproxy(t, "", "")
+	p := startRouted(t, func(c *config.Config) { c.UpstreamProxy = "http://" + parent })
+	resp, body := fetch(t, p.Client(), "http://"+closed+"/gone", "")
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode, body)
+	_, err := p.Client().Get("https://" + closed + "/gone") // the CONNECT's answer
+	require.ErrorContains(t, err, "Bad Gateway")
+	require.Equal(t, 1.0, routeErrors(t, p, "parent", "rejected"))
+	p.Stop()
+	var got []string
+	for _, r := range warccheck.Dir(t, p.Dir) {
+		if r.Type != "response" {
+			continue
+		}
+		got = append(got, r.Header["WARC-Target-URI"])
+		head, _, _ := strings.Cut(string(r.Block), "\r\n\r\n")
+		require.True(t, strings.HasPrefix(head, "HTTP/1.0 500 Unable to connect\r\n") ||
+			strings.HasPrefix(head, "HTTP/1.1 500 Unable to connect\r\n"), head)
+		require.Regexp(t, `(?m)^Server: tinyproxy/`, head)
+		require.NotContains(t, head, "\r\nVia:", "tinyproxy marks what it relays with Via, not its own pages")
+	}
+	require.Equal(t, []string{"http://" + closed + "/gone"}, got)
+}
+
 // TestOnionRoute: .onion hosts go through --onion-tor-socks-proxy with
 // their name unresolved, whatever else is set; other hosts take
 // --socks-proxy.

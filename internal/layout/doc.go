@@ -1,3 +1,4 @@
-// Package layout holds no code: its test checks the import rules that
-// keep each step of a capture in its own room (docs/architecture.md).
+// Package layout holds no code: its tests check the import rules that
+// keep each step of a capture in its own room (docs/architecture.md), and
+// that what a newcomer reads first names the Go that builds it.
 package layout
