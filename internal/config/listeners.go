@@ -55,8 +55,8 @@ func splitListenAddress(addr string) (host string, port int, ok bool) {
 // checkListeners reports each pair of listeners that would take the same
 // socket, so that the second would fail with "address already in use" as
 // if another process held it. Two clash on the same port when their hosts
-// are the same (compared as written: an IP address parsed, a name by its
-// spelling, so localhost and 127.0.0.1 are not caught here) or when one is
+// are the same (an IP address parsed, localhost as 127.0.0.1, another
+// name by its spelling) or when one is
 // a wildcard: "" and :: take the port on every address, IPv4 and IPv6
 // (Go listens dual-stack), 0.0.0.0 on every IPv4 address only (see
 // listenNetwork in internal/app), so it leaves IPv6 literals alone. Port
@@ -85,12 +85,24 @@ func hostsOverlap(a, b string) bool {
 	case wb == ipv4Only:
 		return !isIPv6(a)
 	}
-	ia, erra := netip.ParseAddr(a)
-	ib, errb := netip.ParseAddr(b)
+	ia, erra := netip.ParseAddr(loopbackName(a))
+	ib, errb := netip.ParseAddr(loopbackName(b))
 	if erra == nil && errb == nil {
 		return ia.Unmap() == ib.Unmap()
 	}
 	return strings.EqualFold(a, b)
+}
+
+// loopbackName is the address Go listens on for localhost, the one name
+// compared by address (warcprox's default --address, so its users write
+// it): net.Listen takes the first IPv4 address a name resolves to, and
+// localhost is 127.0.0.1 on every system this runs on. Other names are
+// not resolved at validation, which must not wait on DNS.
+func loopbackName(host string) string {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return "127.0.0.1"
+	}
+	return host
 }
 
 // overlapShown says where two overlapping hosts meet, for the message.

@@ -35,9 +35,12 @@ func TestListenersThatClash(t *testing.T) {
 		{"0.0.0.0 and a name", "0.0.0.0", 8051, "localhost:8051", "--metrics-address localhost:8051"},
 		{"the same IPv6 address spelled twice", "::1", 8051, "[0:0::1]:8051", "--address ::1 --port 8051 and --metrics-address [0:0::1]:8051"},
 		{"the same name", "localhost", 8051, "LOCALHOST:8051", "--metrics-address LOCALHOST:8051"},
-		// Names are not resolved: the start reports this clash as a port
-		// in use.
-		{"a name and an address", "localhost", 8051, "127.0.0.1:8051", ""},
+		// localhost is where Go listens for it, 127.0.0.1 (warcprox's
+		// default --address is localhost); other names are not resolved.
+		{"localhost and 127.0.0.1", "localhost", 8051, "127.0.0.1:8051",
+			"--address localhost --port 8051 and --metrics-address 127.0.0.1:8051 would both listen on port 8051 of localhost"},
+		{"localhost and ::1", "localhost", 8051, "[::1]:8051", ""},
+		{"another name and an address", "proxy.example", 8051, "127.0.0.1:8051", ""},
 		{"a service name", "127.0.0.1", 80, "127.0.0.1:http", "--metrics-address 127.0.0.1:http"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
