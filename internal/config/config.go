@@ -274,8 +274,8 @@ func (c Config) validateListen(p *problems) {
 		p.bad("pprof", "needs --metrics-address: the profiler is never served on the proxy port")
 	}
 	if c.MetricsAddress != "" {
-		if _, port, err := net.SplitHostPort(c.MetricsAddress); err != nil || port == "" {
-			p.bad("metrics-address", "%q: want host:port, e.g. 127.0.0.1:9100", c.MetricsAddress)
+		if _, _, ok := splitListenAddress(c.MetricsAddress); !ok {
+			p.bad("metrics-address", "%q: want host:port with a port from 0 to 65535, e.g. 127.0.0.1:9100", c.MetricsAddress)
 		}
 	}
 	if host, _, err := net.SplitHostPort(c.Address); err == nil {

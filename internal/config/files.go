@@ -1,8 +1,11 @@
 package config
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,14 +75,55 @@ func (c Config) checkFilesToCreate(p *problems) {
 		files = append(files, struct{ flag, path string }{"cacert", c.CACert})
 	}
 	for _, f := range files {
-		if st, err := os.Stat(f.path); f.path == "" || err == nil && !st.IsDir() {
+		if f.path == "" {
 			continue
-		} else if err == nil {
+		}
+		st, err := os.Stat(f.path)
+		switch {
+		case err == nil && st.IsDir():
 			p.bad(f.flag, "%s is a directory", f.path)
-		} else if err := creatable(f.path); err != nil {
-			p.bad(f.flag, "%v", err)
+		case err == nil && f.flag != "cacert":
+			if err := usableDB(f.path, st); err != nil {
+				p.bad(f.flag, "%v", err)
+			}
+		case err != nil:
+			if err := creatable(f.path); err != nil {
+				p.bad(f.flag, "%v", err)
+			}
 		}
 	}
+}
+
+// boltMagic is the magic number of a bbolt file's meta page, after the
+// page's 16-byte header, little-endian.
+const boltMagic = 0xED0CDAED
+
+// usableDB reports why an existing file cannot be an embedded database:
+// bbolt opens it read-write and, when it is empty (as /proc and /sys
+// files say they are), writes its first pages into it. So a file on a
+// kernel file system, one that is not a regular file, or one with data
+// that is not a bbolt database (a WARC, a SQLite file named by mistake)
+// is refused here, before anything is created or written.
+func usableDB(path string, st os.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	if err := notKernelFS(path); err != nil {
+		return err
+	}
+	if st.Size() == 0 {
+		return nil // bbolt makes an empty file a database
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var head [20]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil || binary.LittleEndian.Uint32(head[16:]) != boltMagic {
+		return fmt.Errorf("%s is not an embedded (bbolt) database", path)
+	}
+	return nil
 }
 
 // embeddedPath is the bbolt file of an embedded: store spec, or "".
@@ -97,13 +141,17 @@ func (c Config) embeddedPath(spec string) string {
 func creatable(path string) error {
 	dir := path
 	st, err := os.Stat(dir)
-	for err != nil && filepath.Dir(dir) != dir {
+	for errors.Is(err, fs.ErrNotExist) && filepath.Dir(dir) != dir {
 		dir = filepath.Dir(dir)
 		st, err = os.Stat(dir)
 	}
 	switch {
-	case err != nil:
+	case errors.Is(err, fs.ErrNotExist):
 		return nil // nothing exists: let the creation say why
+	case err != nil:
+		// Not "does not exist": a name too long, a loop of symbolic
+		// links, a part that cannot be searched; creating it fails too.
+		return fmt.Errorf("cannot create %s: %w", path, err)
 	case !st.IsDir():
 		return fmt.Errorf("cannot create %s: %s is not a directory", path, dir)
 	}

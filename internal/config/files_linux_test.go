@@ -4,10 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestCheckFilesReadOnly: on a read-only file system the directories the
@@ -96,6 +98,75 @@ func TestCheckFilesKernelFileSystems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
+			tc.set(&c)
+			require.ErrorContains(t, c.CheckFiles(), tc.want)
+		})
+	}
+}
+
+// TestCheckFilesExistingDatabase: an embedded database named by a file
+// that exists is checked too, since bbolt writes its first pages into an
+// empty file (and /proc and /sys files say they are empty): a kernel
+// file, something that is not a regular file, or data that is not a bbolt
+// database are exit 2 before the CA is made; an empty file and a real
+// database are fine.
+func TestCheckFilesExistingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+		return path
+	}
+	empty := write("empty.db", nil)
+	text := write("passwd", []byte("root:x:0:0:root:/root:/bin/bash\n"))
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	db := filepath.Join(dir, "real.db")
+	bdb, err := bolt.Open(db, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Close())
+	for _, tc := range []struct {
+		name, spec, want string // want "" for no problem
+	}{
+		{"a /proc file", "embedded:/proc/version", "--dedup-db: /proc/version is on proc, a kernel file system"},
+		{"a named pipe", fifo, "--dedup-db: " + fifo + " is not a regular file"},
+		{"not a database", text, "--dedup-db: " + text + " is not an embedded (bbolt) database"},
+		{"an empty file", empty, ""},
+		{"a database", "embedded:" + db, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{Dir: t.TempDir(), CACert: filepath.Join(t.TempDir(), "ca.pem"), DedupDB: tc.spec, StatsDB: "none"}
+			err := c.CheckFiles()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestCheckFilesUnstatablePaths: a path whose stat fails for another
+// reason than "does not exist" (a name too long, a loop of symbolic
+// links) is exit 2 naming the flag, not taken for one still to be made.
+func TestCheckFilesUnstatablePaths(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, strings.Repeat("a", 300))
+	loopA, loopB := filepath.Join(dir, "loopA"), filepath.Join(dir, "loopB")
+	require.NoError(t, os.Symlink(loopB, loopA))
+	require.NoError(t, os.Symlink(loopA, loopB))
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"dedup database with a name too long", func(c *Config) { c.DedupDB = long }, "--dedup-db: cannot create " + long},
+		{"WARC dir with a name too long", func(c *Config) { c.Dir = long }, "--dir: cannot create " + long},
+		{"WARC dir through a symlink loop", func(c *Config) { c.Dir = filepath.Join(loopA, "w") }, "too many levels of symbolic links"},
+		{"spool dir a symlink loop", func(c *Config) { c.TmpDir = loopA }, "--tmp-dir: cannot create " + loopA},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{Dir: t.TempDir(), CACert: filepath.Join(t.TempDir(), "ca.pem"), DedupDB: "none", StatsDB: "none"}
 			tc.set(&c)
 			require.ErrorContains(t, c.CheckFiles(), tc.want)
 		})

@@ -49,7 +49,7 @@ func splitListenAddress(addr string) (host string, port int, ok bool) {
 			return "", 0, false
 		}
 	}
-	return host, port, true
+	return host, port, port >= 0 && port <= 65535
 }
 
 // checkListeners reports each pair of listeners that would take the same

@@ -42,6 +42,9 @@ func TestListenersThatClash(t *testing.T) {
 		{"localhost and ::1", "localhost", 8051, "[::1]:8051", ""},
 		{"another name and an address", "proxy.example", 8051, "127.0.0.1:8051", ""},
 		{"a service name", "127.0.0.1", 80, "127.0.0.1:http", "--metrics-address 127.0.0.1:http"},
+		// A port that cannot be listened on is a bad flag, not a failed start.
+		{"a port past 65535", "127.0.0.1", 8051, "127.0.0.1:99999", `--metrics-address: "127.0.0.1:99999": want host:port with a port from 0 to 65535`},
+		{"a port that is no service", "127.0.0.1", 8051, "127.0.0.1:8051x", `--metrics-address: "127.0.0.1:8051x": want host:port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := with(func(c *Config) { c.Address, c.Port, c.MetricsAddress = tc.address, tc.port, tc.metrics }).Validate()
