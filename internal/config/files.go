@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/warcproxy/warcproxy/internal/store"
 	"github.com/warcproxy/warcproxy/mitm"
@@ -141,12 +142,12 @@ func (c Config) embeddedPath(spec string) string {
 func creatable(path string) error {
 	dir := path
 	st, err := os.Stat(dir)
-	for errors.Is(err, fs.ErrNotExist) && filepath.Dir(dir) != dir {
+	for missing(err) && filepath.Dir(dir) != dir {
 		dir = filepath.Dir(dir)
 		st, err = os.Stat(dir)
 	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case missing(err):
 		return nil // nothing exists: let the creation say why
 	case err != nil:
 		// Not "does not exist": a name too long, a loop of symbolic
@@ -165,6 +166,12 @@ func creatable(path string) error {
 		return fmt.Errorf("cannot create %s: %w", path, err)
 	}
 	return err
+}
+
+// missing reports a stat error that says the path is not there: it does
+// not exist, or a part of it is a file (the walk up then finds that file).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // ProxyAuthPairs returns the accepted user:password pairs of --proxy-auth
