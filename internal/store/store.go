@@ -28,6 +28,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/warcproxy/warcproxy/internal/suggest"
 )
 
 // Kind is the type of backend a spec names.
@@ -120,9 +122,37 @@ func Parse(spec string) (Spec, error) {
 	case strings.Contains(s, "://"):
 		return Spec{}, fmt.Errorf("%q: unknown backend (want none, embedded:PATH, redis://host:port/db or redis+cluster://host:port,...)", mask(s))
 	default:
+		if err := mistypedKind(s); err != nil {
+			return Spec{}, err
+		}
 		// A bare path, as warcprox's --dedup-db-file takes it.
 		return Spec{Kind: Embedded, Path: filepath.Clean(s), Raw: "embedded:" + s}, nil
 	}
+}
+
+// specKinds are the ways a spec starts, for the "did you mean" of one
+// whose start is misspelt.
+var specKinds = []suggest.Candidate{
+	{Name: "none", Say: "none"},
+	{Name: "embedded", Say: "embedded:PATH"},
+	{Name: "redis", Say: "redis://host:port/db"},
+	{Name: "rediss", Say: "rediss://host:port/db"},
+	{Name: "unix", Say: "unix:///path/to/redis.sock"},
+	{Name: "redis+cluster", Say: "redis+cluster://host:port,host:port"},
+}
+
+// mistypedKind reports a bare path that starts like a kind of backend
+// misspelt (embeded:./x.db, redis:host:6379): taken as a file name, it
+// would make a file or directory of that name and dedup into it.
+func mistypedKind(s string) error {
+	head, _, found := strings.Cut(s, ":")
+	if !found || head == "" || strings.ContainsAny(head, `/\.`) {
+		return nil
+	}
+	if m, _ := suggest.Find(head, specKinds); len(m) > 0 {
+		return fmt.Errorf("%q: unknown kind of backend %q: did you mean %s? (a file name with a colon: write embedded:%s)", mask(s), head, strings.Join(m, " or "), s)
+	}
+	return nil
 }
 
 // checkAddrs accepts host:port addresses with a port from 1 to 65535 (the

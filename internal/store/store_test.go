@@ -24,6 +24,8 @@ func TestParse(t *testing.T) {
 		{spec: "/dev/null", kind: None, raw: "none"},
 		{spec: "embedded:./x/warcproxy.db", kind: Embedded, path: "x/warcproxy.db", raw: "embedded:./x/warcproxy.db"},
 		{spec: "./warcprox.sqlite", kind: Embedded, path: "warcprox.sqlite", raw: "embedded:./warcprox.sqlite"},
+		{spec: "./crawl:7.db", kind: Embedded, path: "crawl:7.db", raw: "embedded:./crawl:7.db"},
+		{spec: "embedded:redis:6379", kind: Embedded, path: "redis:6379", raw: "embedded:redis:6379"},
 		{spec: "redis://127.0.0.1:6379/3", kind: Redis, addr: "127.0.0.1:6379", db: 3, keyPrefix: DefaultKeyPrefix, raw: "redis://127.0.0.1:6379/3"},
 		{spec: "redis://:secret@127.0.0.1:6379/0?prefix=crawl7:", kind: Redis, addr: "127.0.0.1:6379", keyPrefix: "crawl7:", raw: "redis://:xxxxx@127.0.0.1:6379/0?prefix=crawl7:"},
 	} {
@@ -49,6 +51,19 @@ func TestParse(t *testing.T) {
 		"redis://127.0.0.1:99999/0", "redis://127.0.0.1:0/0", "redis+cluster://127.0.0.1:7000,127.0.0.1:70000"} {
 		_, err := Parse(bad)
 		require.Error(t, err, bad)
+	}
+}
+
+// TestParseMistypedKind: a spec whose start is a kind of backend misspelt
+// is refused with what was meant, not taken for a file of that name.
+func TestParseMistypedKind(t *testing.T) {
+	for spec, want := range map[string]string{
+		"embeded:./x.db":       `unknown kind of backend "embeded": did you mean embedded:PATH?`,
+		"redis:127.0.0.1:6379": `unknown kind of backend "redis": did you mean redis://host:port/db?`,
+		"nnone:x":              `did you mean none?`,
+	} {
+		_, err := Parse(spec)
+		require.ErrorContains(t, err, want, spec)
 	}
 }
 
