@@ -64,9 +64,17 @@ func waczCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "warcproxy wacz: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d WARC files, %d index lines, %d pages, %d bytes\n",
-		opts.Output, sum.WARCs, sum.IndexLines, sum.Pages, sum.Bytes)
+	fmt.Fprintf(stdout, "wrote %s: %s, %s, %s, %s\n", opts.Output, count(sum.WARCs, "WARC file"),
+		count(sum.IndexLines, "index line"), count(sum.Pages, "page"), count(sum.Bytes, "byte"))
 	return 0
+}
+
+// count is "1 page" or "2 pages".
+func count[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // parseWACZFlags parses the flags, which may come before, between or after

@@ -105,7 +105,7 @@ func TestWACZCommand(t *testing.T) {
 		{"output exists", []string{"--output", "OUT", good}, 2, "exists; --force replaces it", true},
 		{"truncated record", []string{"--output", "OUT", good, truncated}, 1, truncated + ": not a whole warc record at offset ", false},
 		{"junk after the records", []string{"--output", "OUT", junkTail}, 1, junkTail + ": not a whole warc record at offset " + strconv.Itoa(len(data)), false},
-		{"packs", []string{good, "--output", "OUT", "--title", "My crawl"}, 0, "wrote OUT: 1 WARC files, 1 index lines, 1 pages", false},
+		{"packs", []string{good, "--output", "OUT", "--title", "My crawl"}, 0, "wrote OUT: 1 WARC file, 1 index line, 1 page", false},
 		{"replaces with --force", []string{"-o", "OUT", "--force", "--compressed-index", "--pages-from", "none", "--", good}, 0, "0 pages", true},
 	}
 	for _, tt := range tests {

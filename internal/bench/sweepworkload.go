@@ -191,11 +191,15 @@ func (w Workload) lengthPhrase() string {
 	if v, err := strconv.ParseFloat(n, 64); err == nil {
 		n = groupThousands(v, 0)
 	}
+	requests := " requests"
+	if n == "1" {
+		requests = " request"
+	}
 	switch {
 	case hasD && hasN:
-		return d + "s or " + n + " requests per case, whichever ends first"
+		return d + "s or " + n + requests + " per case, whichever ends first"
 	case hasN:
-		return n + " requests per case"
+		return n + requests + " per case"
 	}
 	return d + "s per case"
 }
