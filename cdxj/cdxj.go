@@ -106,12 +106,11 @@ func IndexFile(path string, out io.Writer) error {
 // temporary name that is renamed when complete, and returns the index's
 // path.
 func WriteBeside(path string) (string, error) {
-	c := warcscan.ForName(path)
-	if c == nil {
-		return "", fmt.Errorf("indexing %s: %w", path, ErrNotWARC)
+	dst, err := BesidePath(path)
+	if err != nil {
+		return "", err
 	}
-	base := strings.TrimSuffix(path, ".warc"+c.Ext())
-	dst := base + ".cdxj"
+	base := strings.TrimSuffix(dst, ".cdxj")
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(base)+".cdxj.*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("creating index file: %w", err)
@@ -134,6 +133,16 @@ func WriteBeside(path string) (string, error) {
 		return "", fmt.Errorf("renaming index file: %w", err)
 	}
 	return dst, nil
+}
+
+// BesidePath is where WriteBeside writes the index of the WARC file at
+// path: NAME.warc.gz, NAME.warc.zst or NAME.warc to NAME.cdxj.
+func BesidePath(path string) (string, error) {
+	c := warcscan.ForName(path)
+	if c == nil {
+		return "", fmt.Errorf("indexing %s: %w", path, ErrNotWARC)
+	}
+	return strings.TrimSuffix(path, ".warc"+c.Ext()) + ".cdxj", nil
 }
 
 // ErrNotWARC is returned by WriteBeside for a path not ending in .warc,

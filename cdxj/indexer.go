@@ -14,6 +14,7 @@ import (
 // once); the queue holds names only.
 type Indexer struct {
 	logger *slog.Logger
+	then   func(warc string) // the next stage, or nil
 
 	mu     sync.Mutex
 	queue  []string
@@ -25,6 +26,11 @@ type Indexer struct {
 func NewIndexer(logger *slog.Logger) *Indexer {
 	return &Indexer{logger: logger, wake: make(chan struct{}, 1)}
 }
+
+// Then hands each WARC file to next once its index is written (or
+// failed: next finds no index beside it), before Run starts: the shipper
+// takes a WARC with its index.
+func (ix *Indexer) Then(next func(warc string)) { ix.then = next }
 
 // Add queues a closed WARC file (the writer's OnClose).
 func (ix *Indexer) Add(path string) {
@@ -123,6 +129,9 @@ func (ix *Indexer) isClosed() bool {
 }
 
 func (ix *Indexer) index(path string) {
+	if ix.then != nil {
+		defer ix.then(path)
+	}
 	out, err := WriteBeside(path)
 	if err != nil {
 		ix.logger.Error("writing the CDXJ index failed", "file", path, "err", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/store"
+	"github.com/warcproxy/warcproxy/upload"
 )
 
 // checkStores asks each Redis named by --dedup-db and --stats-db whether
@@ -16,7 +17,8 @@ import (
 // mistake in the configuration, found before anything is created (run
 // beside CheckFiles; here, since package config reads flags and files and
 // dials nothing). A Redis that is down or busy is not: the proxy starts
-// and retries it at each use. The two are asked at once, so that a start
+// and retries it at each use. The store of --upload-to is asked the same
+// (checkUploadStore). They are all asked at once, so that a start
 // waits at most one probe's time.
 func checkStores(ctx context.Context, c config.Config) error {
 	flags := []struct{ flag, spec string }{{"dedup-db", c.DedupDB}, {"stats-db", c.StatsDB}}
@@ -36,6 +38,29 @@ func checkStores(ctx context.Context, c config.Config) error {
 			}
 		})
 	}
+	var uploadErr error
+	if c.UploadTo != "" {
+		wg.Go(func() { uploadErr = checkUploadStore(ctx, c) })
+	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, uploadErr)...)
+}
+
+// checkUploadStore asks the store of --upload-to whether it takes the
+// credentials and has the bucket: a refusal would fail every upload for
+// as long as the proxy runs. One that is down or slow is not a mistake.
+func checkUploadStore(ctx context.Context, c config.Config) error {
+	target, err := upload.ParseTarget(c.UploadTo)
+	if err != nil {
+		return nil // Validate's to report
+	}
+	ca, err := c.UploadCA()
+	if err != nil {
+		return nil // CheckFiles' to report
+	}
+	err = upload.CheckRefused(ctx, upload.S3Options{Bucket: target.Bucket, Endpoint: c.UploadEndpoint, CAPEM: ca}, target)
+	if err != nil {
+		return fmt.Errorf("--upload-to %s: %w", target, err)
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/warcproxy/warcproxy/mitm"
 	"github.com/warcproxy/warcproxy/proxy"
 	"github.com/warcproxy/warcproxy/stats"
+	"github.com/warcproxy/warcproxy/upload"
 	"github.com/warcproxy/warcproxy/writer"
 )
 
@@ -63,7 +64,9 @@ type App struct {
 	spoolDir  string
 	dirs      madeDirs // what this run created, to remove at shutdown when empty
 	handles   store.Handles
-	indexer   *cdxj.Indexer // --cdxj, or nil
+	indexer   *cdxj.Indexer   // --cdxj, or nil
+	shipper   *upload.Shipper // --upload-to, or nil
+	recovered map[string]bool // the files recovery closed at start
 }
 
 // Option changes how New assembles the proxy; for tests.
@@ -215,16 +218,16 @@ func (a *App) openWriter(fs writer.FS) error {
 	if err != nil {
 		return err
 	}
-	var onClose func(string)
 	if a.cfg.CDXJ {
 		a.indexer = cdxj.NewIndexer(a.logger.With("component", "cdxj"))
-		onClose = a.indexer.Add
-		// Recovered files are closed files too: index them.
-		for _, f := range recovered.Files {
-			if f.NewPath != "" {
-				onClose(f.NewPath)
-			}
-		}
+	}
+	if err := a.openShipper(); err != nil {
+		return err
+	}
+	onClose := a.closedHandler()
+	// Recovered files are closed files too: index and ship them.
+	if err := a.queueClosed(recovered); err != nil {
+		return err
 	}
 	dict, err := a.cfg.ZstdDictionaryBytes()
 	if err != nil {

@@ -17,8 +17,9 @@ import (
 // stops accepting and lets exchanges in flight finish for three quarters
 // of the budget, then cuts what is left (what those exchanges read is
 // still written, marked truncated); the writer drains its queue and
-// closes every file, the CDXJ indexer indexes them, dedup and stats
-// flush, and the metrics listener closes last, so a scrape can watch the
+// closes every file, the CDXJ indexer indexes them, the shipper ships
+// them (what the budget leaves stays on disk for the next start), dedup
+// and stats flush, and the metrics listener closes last, so a scrape can watch the
 // drain. At the end of the budget, or at once when force is closed (a
 // second signal), every component stops hard: writers finish the record
 // in hand, so files hold whole records only, and what was not done is
@@ -68,6 +69,7 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	} else {
 		close(indexerDone)
 	}
+	shipperDone := a.addShipper(&g, &errs, sd, writerDone, indexerDone)
 	g.Add(func() error {
 		// After the drain: every written capture has made its dedup save,
 		// stats increment and crawl log line; flush them.
@@ -77,10 +79,11 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 		return nil
 	}, func(error) {})
 	if a.msrv != nil {
-		a.addMetricsServer(&g, &errs, backendsDone)
+		a.addMetricsServer(&g, &errs, backendsDone, shipperDone)
 	}
 	runErr := g.Run()
 	<-indexerDone
+	<-shipperDone
 	a.removeDirs()
 	a.rates.Stop()
 	err := errors.Join(runErr, errs.join())
@@ -148,6 +151,32 @@ func pastBudget(sd *shutdown, step func() error, stuck string) error {
 	}
 }
 
+// addShipper runs the shipper of --upload-to as an actor (when there is
+// one): it ships from the start, and at shutdown goes on with what the
+// writer and the indexer close until the budget ends. The returned
+// channel closes when it is done.
+func (a *App) addShipper(g *run.Group, errs *errList, sd *shutdown, writerDone, indexerDone <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	if a.shipper == nil {
+		close(done)
+		return done
+	}
+	lastInput := writerDone // the stage that hands it files
+	if a.indexer != nil {
+		lastInput = indexerDone
+	}
+	g.Add(func() error {
+		defer close(done)
+		go func() {
+			<-lastInput
+			a.shipper.Close() // every file is closed and indexed: no more come
+		}()
+		errs.add("upload", a.shipper.Run(sd.hard))
+		return nil
+	}, func(error) {})
+	return done
+}
+
 // runProxy serves the proxy port; after a shutdown it returns once the
 // proxy has stopped (proxyDone), so the group waits for it.
 func (a *App) runProxy(proxyDone <-chan struct{}) error {
@@ -166,7 +195,7 @@ func (a *App) runProxy(proxyDone <-chan struct{}) error {
 
 // addMetricsServer runs --metrics-address as its own actor: a listener
 // that fails stops the proxy too (exit 1); at shutdown it closes last.
-func (a *App) addMetricsServer(g *run.Group, errs *errList, backendsDone <-chan struct{}) {
+func (a *App) addMetricsServer(g *run.Group, errs *errList, backendsDone, shipperDone <-chan struct{}) {
 	a.logger.Info("serving /metrics and /status", "address", a.mln.Addr().String())
 	g.Add(func() error {
 		if err := a.msrv.Serve(a.mln); !errors.Is(err, http.ErrServerClosed) {
@@ -176,6 +205,7 @@ func (a *App) addMetricsServer(g *run.Group, errs *errList, backendsDone <-chan 
 	}, func(error) {
 		go func() {
 			<-backendsDone
+			<-shipperDone
 			errs.add("metrics listener", a.msrv.Close())
 		}()
 	})

@@ -53,6 +53,9 @@ func (a *App) status() map[string]any {
 	if a.stats != nil {
 		st["stats"] = a.stats.Status()
 	}
+	if a.shipper != nil {
+		st["upload"] = a.shipper.Stats()
+	}
 	return st
 }
 

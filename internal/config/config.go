@@ -109,6 +109,14 @@ type Config struct {
 	CDXJ                     bool          // --cdxj
 	SubdirPrefix             bool          // --subdir-prefix
 
+	// Shipping closed files to S3-compatible object storage.
+	UploadTo        string // --upload-to s3://BUCKET/PREFIX; empty: files stay on disk
+	UploadEndpoint  string // --upload-endpoint; empty: AWS
+	UploadCAFile    string // --upload-ca-file
+	UploadWorkers   int    // --upload-workers
+	UploadPartSize  int64  // --upload-part-size
+	UploadKeepLocal bool   // --upload-keep-local
+
 	LogLevel  string // --log-level: debug|info|warn|error
 	LogFormat string // --log-format: text|json
 
@@ -164,6 +172,9 @@ func Default() Config {
 		CDXServerDedupMaxThreads: 50,
 		CDXServerDedupTimeout:    2 * time.Second,
 
+		UploadWorkers:  2,
+		UploadPartSize: 100 << 20,
+
 		LogLevel:  "info",
 		LogFormat: "text",
 	}
@@ -197,6 +208,7 @@ func (c Config) Validate() error {
 	c.validateOutput(&p)
 	c.validateLimits(&p)
 	c.validateRoutes(&p)
+	c.validateUpload(&p)
 	p.oneOf("log-level", c.LogLevel, logLevels)
 	p.oneOf("log-format", c.LogFormat, logFormats)
 	return errors.Join(p...)

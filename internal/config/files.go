@@ -31,6 +31,9 @@ func (c Config) CheckFiles() error {
 		p.bad("cacert", "%v", err)
 	}
 	c.checkZstdDictionary(&p)
+	if _, err := c.UploadCA(); err != nil {
+		p.bad("upload-ca-file", "%v", err)
+	}
 	c.checkDirs(&p)
 	c.checkFilesToCreate(&p)
 	return errors.Join(p...)

@@ -1,0 +1,115 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/warcproxy/warcproxy/cdxj"
+	"github.com/warcproxy/warcproxy/upload"
+	"github.com/warcproxy/warcproxy/writer"
+)
+
+// openShipper builds the shipper of --upload-to (nil without it). It
+// does not reach the store: the command asked it at start, and the
+// shipper retries it until it answers.
+func (a *App) openShipper() error {
+	if a.cfg.UploadTo == "" {
+		return nil
+	}
+	target, err := upload.ParseTarget(a.cfg.UploadTo)
+	if err != nil {
+		return fmt.Errorf("--upload-to: %w", err)
+	}
+	ca, err := a.cfg.UploadCA()
+	if err != nil {
+		return fmt.Errorf("--upload-ca-file: %w", err)
+	}
+	store, err := upload.NewS3(context.Background(), upload.S3Options{
+		Bucket: target.Bucket, Endpoint: a.cfg.UploadEndpoint, CAPEM: ca, PartSize: a.cfg.UploadPartSize,
+	})
+	if err != nil {
+		return fmt.Errorf("--upload-to: %w", err)
+	}
+	a.shipper = upload.New(upload.Options{
+		Dir: a.cfg.Dir, Target: target, Store: store, Workers: a.cfg.UploadWorkers,
+		KeepLocal: a.cfg.UploadKeepLocal, Logger: a.logger.With("component", "upload"),
+	})
+	return a.registry.Register(a.shipper.Collector())
+}
+
+// closedHandler is the writer's OnClose: a closed WARC goes to the CDXJ
+// indexer, then to the shipper, whichever are on. With both on, the
+// indexer hands each WARC on once its index is written.
+func (a *App) closedHandler() func(string) {
+	switch {
+	case a.indexer != nil && a.shipper != nil:
+		a.indexer.Then(a.shipWARC)
+		return a.indexer.Add
+	case a.indexer != nil:
+		return a.indexer.Add
+	case a.shipper != nil:
+		return a.shipWARC
+	}
+	return nil
+}
+
+// shipWARC queues a closed WARC, with its CDXJ index under --cdxj.
+func (a *App) shipWARC(path string) {
+	u := upload.Unit{Path: path, Kind: upload.KindWARC, Recovered: a.recovered[path]}
+	if a.cfg.CDXJ {
+		if idx, err := cdxj.BesidePath(path); err == nil {
+			u.With = []upload.Companion{{Path: idx, Kind: upload.KindCDXJ}}
+		}
+	}
+	a.shipper.Add(u)
+}
+
+// queueClosed hands the closed files found at start to the next stage:
+// with --upload-to, every closed WARC under --dir not yet shipped (the
+// backlog of an earlier run goes first; one without its index under
+// --cdxj is indexed first); otherwise, with --cdxj, the files recovery
+// closed, to index them.
+func (a *App) queueClosed(rep writer.RecoverReport) error {
+	a.recovered = map[string]bool{}
+	for _, f := range rep.Files {
+		if f.NewPath != "" {
+			a.recovered[f.NewPath] = true
+		}
+	}
+	if a.shipper == nil {
+		if a.indexer != nil {
+			for path := range a.recovered {
+				a.indexer.Add(path)
+			}
+		}
+		return nil
+	}
+	pending, err := a.shipper.Pending()
+	if err != nil {
+		return fmt.Errorf("listing the files to ship in %s: %w", a.cfg.Dir, err)
+	}
+	for _, path := range pending {
+		if a.indexer != nil && !indexed(path) {
+			a.indexer.Add(path)
+			continue
+		}
+		a.shipWARC(path)
+	}
+	if len(pending) > 0 {
+		files, bytes := a.shipper.Backlog()
+		a.logger.Info("files left by an earlier run go first", "component", "upload", "warcs", len(pending),
+			"files", files, "bytes", bytes, "target", a.shipper.Target().String())
+	}
+	return nil
+}
+
+// indexed reports whether the CDXJ index of the WARC at path is there.
+func indexed(path string) bool {
+	idx, err := cdxj.BesidePath(path)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(idx)
+	return err == nil
+}

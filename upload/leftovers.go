@@ -1,0 +1,94 @@
+package upload
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// permanent is a failure that waiting does not mend: the unit is left as
+// it is (on disk, logged at level) until the next start.
+type permanent struct {
+	level slog.Level
+	err   error
+}
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+const (
+	slogDebug = slog.LevelDebug
+	slogWarn  = slog.LevelWarn
+	slogError = slog.LevelError
+)
+
+// abortLeftovers aborts the multipart uploads under the prefix that a
+// crash (kill -9 in the middle of an upload) left: those of a file queued
+// here, which is shipped again whole, and those begun longer ago than
+// StaleUploads, whose uploader is gone. The uploads of other live
+// processes on the same prefix are left alone. It is retried until the
+// store answers; shipping starts after it, so that no upload of this run
+// is taken for a leftover. It returns false when hard ended first.
+func (s *Shipper) abortLeftovers(hard context.Context) bool {
+	wait := s.opts.RetryMin
+	for {
+		err := s.tryAbortLeftovers(hard)
+		if err == nil {
+			return true
+		}
+		if hard.Err() != nil {
+			return false
+		}
+		s.metrics.failed(Reason(err))
+		s.log.Warn("listing the multipart uploads left under the prefix failed, will try again",
+			"target", s.opts.Target.String(), "in", wait, "err", err)
+		select {
+		case <-time.After(wait + rand.N(wait/4+1)):
+		case <-hard.Done():
+			return false
+		}
+		wait = min(wait*2, s.opts.RetryMax)
+	}
+}
+
+func (s *Shipper) tryAbortLeftovers(ctx context.Context) error {
+	ups, err := s.opts.Store.Uploads(ctx, s.opts.Target.Prefix)
+	if err != nil {
+		return err
+	}
+	ours := s.queuedKeys()
+	var errs []error
+	aborted := 0
+	for _, u := range ups {
+		if !ours[u.Key] && time.Since(u.Initiated) < s.opts.StaleUploads {
+			continue
+		}
+		if err := s.opts.Store.Abort(ctx, u); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		aborted++
+		s.log.Info("aborted a multipart upload left by an earlier run", "url", s.opts.Target.URL(u.Key),
+			"initiated", u.Initiated)
+	}
+	s.metrics.abortedUploads.Add(uint64(aborted))
+	return errors.Join(errs...)
+}
+
+// queuedKeys are the keys of the files queued now.
+func (s *Shipper) queuedKeys() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := map[string]bool{}
+	for _, u := range s.queue {
+		k, _ := s.key(u.Path, u.Kind)
+		keys[k] = true
+		for _, c := range u.With {
+			k, _ := s.key(c.Path, c.Kind)
+			keys[k] = true
+		}
+	}
+	return keys
+}
