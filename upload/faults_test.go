@@ -37,7 +37,9 @@ func s3Error(w http.ResponseWriter, status int, code string) {
 }
 
 // 503 SlowDown answers are waited out: the file goes up once the store
-// takes it, and they are counted as slowdown.
+// takes it, and they are counted as slowdown. (The SDK's own back-off
+// between its attempts reads nothing of the body: the stall timeout is
+// longer than that, as the default minute is.)
 func TestSlowDown(t *testing.T) {
 	r := newRig(t)
 	var puts atomic.Int32
@@ -47,7 +49,7 @@ func TestSlowDown(t *testing.T) {
 			return true
 		}
 		return false
-	}))
+	}), 30*time.Second)
 	warc, b := r.file(t, "a.warc.gz", 10000)
 	s := r.ship(t, time.Minute, Unit{Path: warc, Kind: KindWARC})
 	require.Equal(t, b, r.object(t, "crawl/a.warc.gz"))

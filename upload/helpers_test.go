@@ -39,9 +39,15 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-func (r *rig) newStore(t *testing.T, endpoint string) *S3 {
+// newStore is a client of endpoint whose uploads stall after a second
+// without progress, or stall when given.
+func (r *rig) newStore(t *testing.T, endpoint string, stall ...time.Duration) *S3 {
 	t.Helper()
-	st, err := NewS3(context.Background(), S3Options{Bucket: "archive", Endpoint: endpoint, PartSize: 5 << 20, StallTimeout: time.Second})
+	o := S3Options{Bucket: "archive", Endpoint: endpoint, PartSize: 5 << 20, StallTimeout: time.Second}
+	if len(stall) > 0 {
+		o.StallTimeout = stall[0]
+	}
+	st, err := NewS3(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,3 +92,30 @@ func (s *Shipper) queuedKeys() map[string]bool {
 	}
 	return keys
 }
+
+// queueUnsentEvents queues, at start, the files whose completion event
+// was not acknowledged before the last run ended, and which are not
+// queued to ship: their event is sent again (the file may be gone).
+func (s *Shipper) queueUnsentEvents() {
+	if s.opts.Notifier == nil {
+		return
+	}
+	states, err := Shipped(s.opts.Dir)
+	if err != nil {
+		s.log.Error("reading the upload states", "dir", s.opts.Dir, "err", err)
+	}
+	s.mu.Lock()
+	queued := map[string]bool{}
+	for _, u := range s.queue {
+		queued[u.Path] = true
+		for _, c := range u.With {
+			queued[c.Path] = true
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range states {
+		if !st.EventSent && st.Event != nil && !queued[st.Path] {
+			s.Add(Unit{Path: st.Path, Kind: st.Kind})
+		}
+	}
+}

@@ -25,8 +25,10 @@ type metrics struct {
 	failures map[string]uint64 // by reason
 
 	abortedUploads atomic.Uint64
+	eventsSent     atomic.Uint64
+	eventsFailed   atomic.Uint64
 
-	filesD, bytesD, failuresD, backlogFilesD, backlogBytesD, oldestD, abortedD *prometheus.Desc
+	filesD, bytesD, failuresD, backlogFilesD, backlogBytesD, oldestD, abortedD, eventsD *prometheus.Desc
 }
 
 func newMetrics(s *Shipper) *metrics {
@@ -50,6 +52,7 @@ func newMetrics(s *Shipper) *metrics {
 		backlogBytesD: d("backlog_bytes", "Bytes of the closed files waiting to be shipped."),
 		oldestD:       d("oldest_waiting_seconds", "Age of the oldest closed file waiting to be shipped (0 when none waits)."),
 		abortedD:      d("aborted_multipart_uploads_total", "Multipart uploads left by an earlier run and aborted at start."),
+		eventsD:       d("events_total", "Completion events (--upload-webhook) by result: sent (acknowledged), failed (retried).", "result"),
 	}
 }
 
@@ -72,7 +75,7 @@ func (s *Shipper) Collector() prometheus.Collector { return s.metrics }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.filesD, m.bytesD, m.failuresD, m.backlogFilesD, m.backlogBytesD, m.oldestD, m.abortedD} {
+	for _, d := range []*prometheus.Desc{m.filesD, m.bytesD, m.failuresD, m.backlogFilesD, m.backlogBytesD, m.oldestD, m.abortedD, m.eventsD} {
 		ch <- d
 	}
 }
@@ -97,6 +100,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.oldestD, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(m.abortedD, prometheus.CounterValue, float64(m.abortedUploads.Load()))
+	ch <- prometheus.MustNewConstMetric(m.eventsD, prometheus.CounterValue, float64(m.eventsSent.Load()), "sent")
+	ch <- prometheus.MustNewConstMetric(m.eventsD, prometheus.CounterValue, float64(m.eventsFailed.Load()), "failed")
+}
+
+func (m *metrics) event(sent bool) {
+	if sent {
+		m.eventsSent.Add(1)
+	} else {
+		m.eventsFailed.Add(1)
+	}
 }
 
 // Stats is the shipper's state for /status.
@@ -131,4 +144,3 @@ func (s *Shipper) Stats() Stats {
 	}
 	return st
 }
-

@@ -40,7 +40,9 @@ type S3Options struct {
 // DefaultPartSize is the part size browsertrix-crawler uses too.
 const DefaultPartSize = 100 << 20
 
-// DefaultStallTimeout is how long an upload may go without progress.
+// DefaultStallTimeout is how long an upload may go without progress. It
+// must be longer than the SDK's own back-off between the attempts of one
+// call (at most 20 s), during which the body is not read either.
 const DefaultStallTimeout = time.Minute
 
 // metaSHA256 is the user metadata key of the whole file's SHA-256 (hex),

@@ -2,11 +2,8 @@ package upload
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -60,14 +57,42 @@ func (s *Shipper) tryUnit(ctx context.Context, u Unit) error {
 			return err
 		}
 	}
-	if s.opts.KeepLocal {
-		return nil
+	if !s.opts.KeepLocal {
+		for _, c := range u.With {
+			s.remove(c.Path)
+		}
+		s.remove(u.Path)
+	}
+	if err := s.notify(ctx, u.Path, u.Kind); err != nil {
+		return err
 	}
 	for _, c := range u.With {
-		s.remove(c.Path)
+		if err := s.notify(ctx, c.Path, c.Kind); err != nil {
+			return err
+		}
 	}
-	s.remove(u.Path)
 	return nil
+}
+
+// notify sends the completion event of the file at path, unless its
+// state says it was acknowledged, and notes the acknowledgement.
+func (s *Shipper) notify(ctx context.Context, path, kind string) error {
+	if s.opts.Notifier == nil {
+		return nil
+	}
+	_, rel := s.key(path, kind)
+	sp := statePath(s.opts.Dir, rel)
+	st, ok, err := readState(sp)
+	if err != nil || !ok || st.EventSent || st.Event == nil {
+		return err
+	}
+	if err := s.opts.Notifier.Notify(ctx, *st.Event); err != nil {
+		s.metrics.event(false)
+		return err
+	}
+	s.metrics.event(true)
+	st.EventSent = true
+	return writeState(sp, st)
 }
 
 // shipFile ships one file: locked, hashed, compared with what the store
@@ -97,18 +122,22 @@ func (s *Shipper) shipFile(ctx context.Context, path, kind string, completed boo
 	if st, ok, _ := readState(sp); ok && st.Key == key && st.Size == fi.Size() {
 		return nil // shipped; a crash came before the local copy was removed
 	}
-	sum, err := hashFile(f)
+	start := time.Now()
+	d, err := describe(f, kind == KindWARC && s.opts.Notifier != nil)
 	if err != nil {
 		s.metrics.failed(ReasonLocal)
 		return &permanent{level: slogError, err: err}
 	}
-	start := time.Now()
+	sum := d.sha256
 	existed, err := s.upload(ctx, f, key, fi.Size(), sum)
 	if err != nil {
 		return err
 	}
-	st := State{Kind: kind, Key: key, URL: s.opts.Target.URL(key), Size: fi.Size(), SHA256: sum,
-		Shipped: time.Now().UTC(), EventSent: true}
+	st := State{Kind: kind, Path: path, Key: key, URL: s.opts.Target.URL(key), Size: fi.Size(), SHA256: sum,
+		Shipped: time.Now().UTC(), EventSent: s.opts.Notifier == nil}
+	if s.opts.Notifier != nil {
+		st.Event = s.event(st, d, completed)
+	}
 	if err := writeState(sp, st); err != nil {
 		s.metrics.failed(ReasonLocal)
 		return err
@@ -190,10 +219,13 @@ func (s *Shipper) remove(path string) {
 	}
 }
 
-func hashFile(f *os.File) (string, error) {
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
-		return "", fmt.Errorf("reading %s: %w", f.Name(), err)
+// event is the completion event of a file shipped as st.
+func (s *Shipper) event(st State, d description, completed bool) *Event {
+	e := &Event{ID: eventID(st.Key, st.SHA256), Kind: st.Kind, Filename: filepath.Base(st.Path), Key: st.Key,
+		URL: st.URL, Size: st.Size, SHA256: st.SHA256, Hash: st.SHA256, Records: d.records,
+		FirstDate: d.firstDate, LastDate: d.lastDate, Completed: completed}
+	if st.Kind == KindWARC && s.opts.PrefixOf != nil {
+		e.WARCPrefix = s.opts.PrefixOf(st.Path)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return e
 }

@@ -24,6 +24,11 @@ type Options struct {
 	// RetryMin and RetryMax bound the back-off between attempts at one
 	// file. Defaults 1 s and 1 min.
 	RetryMin, RetryMax time.Duration
+	// Notifier, if set, gets a completion event for each file once the
+	// store confirmed it (--upload-webhook).
+	Notifier Notifier
+	// PrefixOf names the WARC prefix of a WARC file for its event.
+	PrefixOf func(path string) string
 	// StaleUploads: multipart uploads under the prefix begun longer ago
 	// than this are aborted at start even when no file here is theirs
 	// (a pod whose disk is gone left them). Default 24 h.
@@ -136,6 +141,7 @@ func (s *Shipper) Run(hard context.Context) error {
 	if !s.abortLeftovers(hard) {
 		return s.report(hard)
 	}
+	s.queueUnsentEvents()
 	var wg sync.WaitGroup
 	for range s.opts.Workers {
 		wg.Go(func() { s.work(hard) })

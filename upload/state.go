@@ -19,6 +19,7 @@ const StateDir = ".uploaded"
 // State is what is remembered of one shipped file.
 type State struct {
 	Kind    string    `json:"kind"` // warc, cdxj or crawllog
+	Path    string    `json:"path"` // the local file shipped
 	Key     string    `json:"key"`
 	URL     string    `json:"url"` // s3://bucket/key
 	Size    int64     `json:"size"`

@@ -66,6 +66,7 @@ type App struct {
 	handles   store.Handles
 	indexer   *cdxj.Indexer   // --cdxj, or nil
 	shipper   *upload.Shipper // --upload-to, or nil
+	notifier  upload.Notifier // --upload-webhook, or nil
 	recovered map[string]bool // the files recovery closed at start
 }
 
@@ -267,6 +268,9 @@ func (a *App) undo() {
 	_ = a.closeBackends(context.Background())
 	if a.pool != nil {
 		_ = a.pool.Close(context.Background())
+	}
+	if a.notifier != nil {
+		_ = a.notifier.Close()
 	}
 	a.removeDirs()
 	if a.ln != nil {

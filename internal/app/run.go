@@ -172,6 +172,9 @@ func (a *App) addShipper(g *run.Group, errs *errList, sd *shutdown, writerDone, 
 			a.shipper.Close() // every file is closed and indexed: no more come
 		}()
 		errs.add("upload", a.shipper.Run(sd.hard))
+		if a.notifier != nil {
+			errs.add("upload webhook", a.notifier.Close())
+		}
 		return nil
 	}, func(error) {})
 	return done

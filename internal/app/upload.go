@@ -31,10 +31,18 @@ func (a *App) openShipper() error {
 	if err != nil {
 		return fmt.Errorf("--upload-to: %w", err)
 	}
-	a.shipper = upload.New(upload.Options{
+	o := upload.Options{
 		Dir: a.cfg.Dir, Target: target, Store: store, Workers: a.cfg.UploadWorkers,
 		KeepLocal: a.cfg.UploadKeepLocal, Logger: a.logger.With("component", "upload"),
-	})
+		PrefixOf: func(path string) string { return writer.PrefixOf(a.cfg.WARCFilename, path) },
+	}
+	if a.cfg.UploadWebhook != "" {
+		if o.Notifier, err = upload.NewNotifier(a.cfg.UploadWebhook); err != nil {
+			return fmt.Errorf("--upload-webhook: %w", err)
+		}
+		a.notifier = o.Notifier
+	}
+	a.shipper = upload.New(o)
 	return a.registry.Register(a.shipper.Collector())
 }
 

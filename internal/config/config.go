@@ -116,6 +116,7 @@ type Config struct {
 	UploadWorkers   int    // --upload-workers
 	UploadPartSize  int64  // --upload-part-size
 	UploadKeepLocal bool   // --upload-keep-local
+	UploadWebhook   string // --upload-webhook: http(s):// or redis://host:port/db/key
 
 	LogLevel  string // --log-level: debug|info|warn|error
 	LogFormat string // --log-format: text|json

@@ -200,6 +200,8 @@ func groups(c *Config, sh *shorthands) []group {
 				help: "Files larger than this go up in parts of this size (multipart upload, 5 MiB to 5 GiB), two at a time, read from the file; smaller ones in one PUT."},
 			{name: "upload-keep-local", inFile: true, value: boolValue{&c.UploadKeepLocal},
 				help: "Keep the local copy of each file once it is shipped."},
+			{name: "upload-webhook", metavar: "url", inFile: true, value: stringValue{&c.UploadWebhook},
+				help: "Announce each shipped file once the store has confirmed it, as JSON ({id, kind, filename, key, url, size, sha256, hash, records, first_date, last_date, warc_prefix, completed}): http(s)://... gets a POST, redis://host:port/DB/KEY an RPUSH onto the list KEY. At least once: a receiver drops repeats by id."},
 		}},
 		{"Logging", []*option{
 			{name: "log-level", metavar: "level", inFile: true, value: enumValue{&c.LogLevel, logLevels},

@@ -17,6 +17,7 @@ func (c Config) validateUpload(p *problems) {
 	if c.UploadTo == "" {
 		for flag, set := range map[string]bool{
 			"upload-endpoint": c.UploadEndpoint != "", "upload-ca-file": c.UploadCAFile != "", "upload-keep-local": c.UploadKeepLocal,
+			"upload-webhook": c.UploadWebhook != "",
 		} {
 			if set {
 				p.bad(flag, "needs --upload-to s3://BUCKET/PREFIX")
@@ -35,6 +36,13 @@ func (c Config) validateUpload(p *problems) {
 		}
 	}
 	p.atLeastOne("upload-workers", c.UploadWorkers)
+	if c.UploadWebhook != "" {
+		if n, err := upload.NewNotifier(c.UploadWebhook); err != nil {
+			p.bad("upload-webhook", "%v", err)
+		} else {
+			_ = n.Close()
+		}
+	}
 	if c.UploadPartSize < 5<<20 || c.UploadPartSize > 5<<30 {
 		p.bad("upload-part-size", "must be 5 MiB to 5 GiB (S3's bounds for a part), got %d", c.UploadPartSize)
 	}

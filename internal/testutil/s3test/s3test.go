@@ -241,4 +241,3 @@ func (s *Server) Multipart(t testing.TB, bucket string) []string {
 
 // Log is what the server printed.
 func (s *Server) Log() string { return s.log.String() }
-
