@@ -33,7 +33,7 @@ func (s *Shipper) Pending() ([]string, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !IsClosedWARC(d.Name()) || s.done(path) {
+		if !d.Type().IsRegular() || !IsClosedWARC(d.Name()) || s.Done(path, KindWARC) {
 			return nil
 		}
 		fi, err := d.Info()
@@ -51,12 +51,14 @@ func (s *Shipper) Pending() ([]string, error) {
 	return paths, err
 }
 
-// done: shipped, and kept here on purpose.
-func (s *Shipper) done(path string) bool {
+// Done reports whether the file at path has nothing left to do: shipped,
+// and kept here on purpose (KeepLocal). A file shipped but still here
+// without KeepLocal is not done: a crash came before it was removed.
+func (s *Shipper) Done(path, kind string) bool {
 	if !s.opts.KeepLocal {
 		return false
 	}
-	_, rel := s.key(path, KindWARC)
+	_, rel := s.key(path, kind)
 	st, ok, _ := readState(statePath(s.opts.Dir, rel))
 	if !ok {
 		return false

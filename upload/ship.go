@@ -48,7 +48,7 @@ func (s *Shipper) tryUnit(ctx context.Context, u Unit) error {
 	}
 	for _, c := range u.With {
 		if _, err := os.Stat(c.Path); errors.Is(err, fs.ErrNotExist) {
-			if s.shippedBefore(c.Path) {
+			if s.shippedBefore(c.Path, c.Kind) {
 				continue
 			}
 			return &permanent{level: slogWarn, err: fmt.Errorf("%s kept: its %s %s was not written", u.Path, c.Kind, filepath.Base(c.Path))}
@@ -103,7 +103,7 @@ func (s *Shipper) shipFile(ctx context.Context, path, kind string, completed boo
 	sp := statePath(s.opts.Dir, rel)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if s.shippedBefore(path) {
+		if s.shippedBefore(path, kind) {
 			return nil
 		}
 		return &permanent{level: slogWarn, err: fmt.Errorf("gone before it was shipped: %w", err)}
@@ -203,11 +203,7 @@ func (s *Shipper) key(path, kind string) (key, rel string) {
 }
 
 // shippedBefore reports whether path's state says it was shipped.
-func (s *Shipper) shippedBefore(path string) bool {
-	kind := KindWARC
-	if strings.HasSuffix(path, ".cdxj") {
-		kind = KindCDXJ
-	}
+func (s *Shipper) shippedBefore(path, kind string) bool {
 	_, rel := s.key(path, kind)
 	_, ok, _ := readState(statePath(s.opts.Dir, rel))
 	return ok

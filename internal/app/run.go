@@ -69,7 +69,7 @@ func (a *App) Run(stop, force <-chan struct{}) error {
 	} else {
 		close(indexerDone)
 	}
-	shipperDone := a.addShipper(&g, &errs, sd, writerDone, indexerDone)
+	shipperDone := a.addShipper(&g, &errs, sd, indexerDone, backendsDone)
 	g.Add(func() error {
 		// After the drain: every written capture has made its dedup save,
 		// stats increment and crawl log line; flush them.
@@ -153,23 +153,23 @@ func pastBudget(sd *shutdown, step func() error, stuck string) error {
 
 // addShipper runs the shipper of --upload-to as an actor (when there is
 // one): it ships from the start, and at shutdown goes on with what the
-// writer and the indexer close until the budget ends. The returned
+// writer and the indexer close, and the crawl logs, until the budget ends. The returned
 // channel closes when it is done.
-func (a *App) addShipper(g *run.Group, errs *errList, sd *shutdown, writerDone, indexerDone <-chan struct{}) <-chan struct{} {
+func (a *App) addShipper(g *run.Group, errs *errList, sd *shutdown, indexerDone, backendsDone <-chan struct{}) <-chan struct{} {
 	done := make(chan struct{})
 	if a.shipper == nil {
 		close(done)
 		return done
 	}
-	lastInput := writerDone // the stage that hands it files
-	if a.indexer != nil {
-		lastInput = indexerDone
-	}
 	g.Add(func() error {
 		defer close(done)
 		go func() {
-			<-lastInput
-			a.shipper.Close() // every file is closed and indexed: no more come
+			// Every WARC is closed and indexed (indexerDone follows the
+			// writer's end), and the crawl log is closed with the backends.
+			<-indexerDone
+			<-backendsDone
+			a.shipCrawlLogs()
+			a.shipper.Close() // no more files come
 		}()
 		errs.add("upload", a.shipper.Run(sd.hard))
 		if a.notifier != nil {

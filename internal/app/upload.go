@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/warcproxy/warcproxy/cdxj"
+	"github.com/warcproxy/warcproxy/crawllog"
 	"github.com/warcproxy/warcproxy/upload"
 	"github.com/warcproxy/warcproxy/writer"
 )
@@ -98,15 +102,24 @@ func (a *App) queueClosed(rep writer.RecoverReport) error {
 		return fmt.Errorf("listing the files to ship in %s: %w", a.cfg.Dir, err)
 	}
 	for _, path := range pending {
+		if strings.HasSuffix(path, ".log") {
+			a.shipper.Add(upload.Unit{Path: path, Kind: upload.KindCrawlLog})
+			continue
+		}
 		if a.indexer != nil && !indexed(path) {
 			a.indexer.Add(path)
 			continue
 		}
 		a.shipWARC(path)
 	}
+	logs, err := a.pendingCrawlLogs()
+	if err != nil {
+		return err
+	}
+	pending = append(pending, logs...)
 	if len(pending) > 0 {
 		files, bytes := a.shipper.Backlog()
-		a.logger.Info("files left by an earlier run go first", "component", "upload", "warcs", len(pending),
+		a.logger.Info("files left by an earlier run go first", "component", "upload", "warcs_and_logs", len(pending),
 			"files", files, "bytes", bytes, "target", a.shipper.Target().String())
 	}
 	return nil
@@ -120,4 +133,33 @@ func indexed(path string) bool {
 	}
 	_, err = os.Stat(idx)
 	return err == nil
+}
+
+// pendingCrawlLogs are the crawl logs an earlier run rotated and did not
+// ship (the budget of its shutdown ended first).
+func (a *App) pendingCrawlLogs() ([]string, error) {
+	if a.cfg.CrawlLogDir == "" {
+		return nil, nil
+	}
+	logs, err := crawllog.Rotated(a.cfg.CrawlLogDir)
+	if err != nil {
+		return nil, fmt.Errorf("listing the crawl logs to ship in %s: %w", a.cfg.CrawlLogDir, err)
+	}
+	return slices.DeleteFunc(logs, func(p string) bool { return a.shipper.Done(p, upload.KindCrawlLog) }), nil
+}
+
+// shipCrawlLogs, at shutdown once the crawl log is closed, rotates its
+// files to closed names and queues them: they go under
+// PREFIX/crawl-logs/, and the next run starts new files.
+func (a *App) shipCrawlLogs() {
+	if a.crawlLog == nil || a.shipper == nil {
+		return
+	}
+	logs, err := a.crawlLog.Rotate(time.Now())
+	if err != nil {
+		a.logger.Error("rotating the crawl logs to ship them", "component", "upload", "err", err)
+	}
+	for _, p := range logs {
+		a.shipper.Add(upload.Unit{Path: p, Kind: upload.KindCrawlLog})
+	}
 }
