@@ -105,7 +105,7 @@ $(WARCPROXY_TEST_VERSITYGW):
 		$(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)) && [[ -x "$@" ]]; then \
 		rm -rf "$$tmp"; echo "versitygw built in $$((SECONDS - start))s: $@"; \
 	else \
-		rm -rf "$$tmp"; echo "building versitygw failed: the upload tests will be skipped (CI=true fails them)"; \
+		rm -rf "$$tmp"; echo "building versitygw failed: the upload tests will be skipped (under CI=true, make stops here)"; \
 		ci="$${CI:-}"; case "$${ci,,}" in true|1) exit 1;; esac; \
 	fi
 
