@@ -27,19 +27,37 @@ const Version = "v1.8.0"
 const InstallHint = "make versitygw (GOBIN=$HOME/.cache/warcproxy-tools/versitygw-" + Version +
 	" go install github.com/versity/versitygw/cmd/versitygw@" + Version + ", a few minutes)"
 
+// EnvBinary names the variable that points the tests at a versitygw; the
+// Makefile builds into the path it names, or into cachedBinary.
+const EnvBinary = "WARCPROXY_TEST_VERSITYGW"
+
+// cachedBinary is where make versitygw puts the build when EnvBinary is
+// not set.
+func cachedBinary(home string) string {
+	return filepath.Join(home, ".cache", "warcproxy-tools", "versitygw-"+Version, "versitygw")
+}
+
 // Binary finds versitygw: $WARCPROXY_TEST_VERSITYGW, the build make
-// versitygw caches, or PATH.
+// versitygw caches, or PATH. A variable naming no file is an error, so
+// that a build that failed is skipped with the hint, not run.
 func Binary() (string, error) {
-	if p := os.Getenv("WARCPROXY_TEST_VERSITYGW"); p != "" {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s: %w", EnvBinary, err)
+		}
 		return p, nil
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		p := filepath.Join(home, ".cache", "warcproxy-tools", "versitygw-"+Version, "versitygw")
-		if _, err := os.Stat(p); err == nil {
+		if p := cachedBinary(home); fileExists(p) {
 			return p, nil
 		}
 	}
 	return exec.LookPath("versitygw")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Server is a running VersityGW.
@@ -71,7 +89,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
-		skipOrFail(t, "versitygw not found: %s", InstallHint)
+		skipOrFail(t, "versitygw not found (%v): %s", err, InstallHint)
 	}
 	s := &Server{Access: "warcproxytest", Secret: "warcproxytestsecret", Root: t.TempDir(), bin: bin}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
