@@ -133,7 +133,7 @@ func (s *Shipper) shipFile(ctx context.Context, path, kind string, completed boo
 	if err != nil {
 		return err
 	}
-	st := State{Kind: kind, Path: path, Key: key, URL: s.opts.Target.URL(key), Size: fi.Size(), SHA256: sum,
+	st := State{Kind: kind, Path: path, Key: key, URL: s.opts.Target.URL(key), Target: s.opts.Target.String(), Size: fi.Size(), SHA256: sum,
 		Shipped: time.Now().UTC(), EventSent: s.opts.Notifier == nil}
 	if s.opts.Notifier != nil {
 		st.Event = s.event(st, d, completed)

@@ -21,7 +21,8 @@ type State struct {
 	Kind    string    `json:"kind"` // warc, cdxj or crawllog
 	Path    string    `json:"path"` // the local file shipped
 	Key     string    `json:"key"`
-	URL     string    `json:"url"` // s3://bucket/key
+	URL     string    `json:"url"`    // s3://bucket/key
+	Target  string    `json:"target"` // --upload-to, s3://bucket/prefix/
 	Size    int64     `json:"size"`
 	SHA256  string    `json:"sha256"`
 	Shipped time.Time `json:"shipped"` // when the store confirmed it

@@ -75,7 +75,16 @@ func checkInput(path string) (input, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && strings.ContainsAny(name, "*?[") {
+		shipped := ""
+		if errors.Is(err, os.ErrNotExist) {
+			shipped = shippedHint(path)
+		}
+		switch {
+		case shipped != "" && strings.ContainsAny(name, "*?["):
+			return input{}, argErrorf("%s: no file matches this pattern: %s", path, shipped)
+		case shipped != "":
+			return input{}, argErrorf("%s: no such file: %s", path, shipped)
+		case errors.Is(err, os.ErrNotExist) && strings.ContainsAny(name, "*?["):
 			// The shell passes a pattern that matched nothing on as it is.
 			return input{}, argErrorf("%s: no file matches this pattern (are the WARCs still being written, named .open?)", path)
 		}

@@ -51,6 +51,7 @@ func TestDefaultValues(t *testing.T) {
 		ShutdownTimeout: 30 * time.Second,
 		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db", StoreTimeout: 500 * time.Millisecond,
 		CDXServerDedupMaxThreads: 50, CDXServerDedupTimeout: 2 * time.Second,
+		UploadWorkers: 2, UploadPartSize: 100 << 20,
 		LogLevel: "info", LogFormat: "text",
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {

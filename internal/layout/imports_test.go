@@ -49,7 +49,7 @@ func ours(list string) []string {
 // the same wiring) imports the wiring.
 func TestImportRules(t *testing.T) {
 	imports, deps := pkgs(t)
-	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "wacz", "internal/app"} {
+	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "wacz", "upload", "internal/app"} {
 		if _, ok := imports[pkg]; !ok {
 			t.Fatalf("go list did not list %s", pkg)
 		}
@@ -71,6 +71,15 @@ func TestImportRules(t *testing.T) {
 	// business.
 	never("wire", "proxy", "capture", "writer", "dedup", "stats", "crawllog", "internal/app")
 	never("capture", "proxy", "internal/app")
+	// Shipping is the stage after the writer and the indexer, fed by
+	// "file closed" hand-offs from the wiring: it knows files, not what
+	// wrote them.
+	never("upload", "proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "internal/app")
+	for _, d := range deps["proxy"] {
+		if d == "upload" {
+			t.Errorf("the front end depends on upload")
+		}
+	}
 	// The WACZ packer reads what was recorded; it runs apart from the
 	// proxy and writes no WARC.
 	never("wacz", "proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "internal/app")
