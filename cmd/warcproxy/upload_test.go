@@ -301,3 +301,41 @@ func TestUploadStoreDownAtStart(t *testing.T) {
 	require.Len(t, srv.List(t, bucket, "d"), 1, p.stderr.String())
 	_ = io.Discard
 }
+
+// SIGTERM while the store does not answer: the budget ends with files
+// unshipped; they stay on disk, the log says how many and how large, the
+// exit code is 0 (nothing is lost), and the next start ships them first.
+func TestUploadSIGTERMLeavesTheRestForTheNextStart(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	bucket := srv.Bucket(t, "archive")
+	origin := bigBodyOrigin(t, 50<<10)
+	args := []string{"--port", "0", "--dir", "warcs", "--rollover-size", "100KB", "--shutdown-timeout", "3s",
+		"--upload-to", "s3://" + bucket + "/t", "--upload-endpoint", srv.Endpoint}
+	p := startMain(t, args...)
+	require.NoError(t, srv.Freeze())
+	client := proxyClient(p.port)
+	for i := range 8 {
+		require.True(t, get(client, fmt.Sprintf("%s/%d", origin.URL, i), ""))
+	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t, 30*time.Second), p.stderr.String())
+	require.Contains(t, p.stderr.String(), "files left to ship at the next start")
+	left := localFiles(t, filepath.Join(p.cmd.Dir, "warcs"))
+	require.NotEmpty(t, left)
+	require.NoError(t, srv.Thaw())
+
+	cmd := selfCommand(t, args...)
+	cmd.Dir = p.cmd.Dir
+	var out lockedBuffer
+	cmd.Stderr = &out
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for len(localFiles(t, filepath.Join(p.cmd.Dir, "warcs"))) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), out.String())
+	require.Contains(t, out.String(), "files left by an earlier run go first")
+	require.Len(t, srv.List(t, bucket, "t"), len(left), out.String())
+}
