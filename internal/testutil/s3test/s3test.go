@@ -9,65 +9,31 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/warcproxy/warcproxy/internal/s3proc"
 )
 
-// Version is the VersityGW release the tests run.
-const Version = "v1.8.0"
+// Version, InstallHint, EnvBinary and Binary are s3proc's: the server
+// the tests run is the one warcbench soak runs.
+const (
+	Version     = s3proc.Version
+	InstallHint = s3proc.InstallHint
+	EnvBinary   = s3proc.EnvVar
+)
 
-// InstallHint says how to get the server, as make test and .ci/run do.
-const InstallHint = "make versitygw (GOBIN=$HOME/.cache/warcproxy-tools/versitygw-" + Version +
-	" go install github.com/versity/versitygw/cmd/versitygw@" + Version + ", a few minutes)"
+// Binary finds versitygw (see s3proc.Binary).
+func Binary() (string, error) { return s3proc.Binary() }
 
-// EnvBinary names the variable that points the tests at a versitygw; the
-// Makefile builds into the path it names, or into cachedBinary.
-const EnvBinary = "WARCPROXY_TEST_VERSITYGW"
-
-// cachedBinary is where make versitygw puts the build when EnvBinary is
-// not set.
-func cachedBinary(home string) string {
-	return filepath.Join(home, ".cache", "warcproxy-tools", "versitygw-"+Version, "versitygw")
-}
-
-// Binary finds versitygw: $WARCPROXY_TEST_VERSITYGW, the build make
-// versitygw caches, or PATH. A variable naming no file is an error, so
-// that a build that failed is skipped with the hint, not run.
-func Binary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", EnvBinary, err)
-		}
-		return p, nil
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if p := cachedBinary(home); fileExists(p) {
-			return p, nil
-		}
-	}
-	return exec.LookPath("versitygw")
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
+func cachedBinary(home string) string { return s3proc.CachedBinary(home) }
 
 // Server is a running VersityGW.
 type Server struct {
-	Endpoint       string // http://127.0.0.1:PORT
-	Access, Secret string
-	Root           string // the POSIX backend's folder: Root/BUCKET/KEY
-	addr, bin      string
-	cmd            *exec.Cmd
-	log            *bytes.Buffer
+	*s3proc.Server
 }
 
 func ci() bool {
@@ -91,55 +57,22 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		skipOrFail(t, "versitygw not found (%v): %s", err, InstallHint)
 	}
-	s := &Server{Access: "warcproxytest", Secret: "warcproxytestsecret", Root: t.TempDir(), bin: bin}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := s3proc.Start(bin, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.addr = ln.Addr().String()
-	_ = ln.Close()
-	s.Endpoint = "http://" + s.addr
-	if err := s.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Kill)
-	return s
-}
-
-func (s *Server) start() error {
-	s.log = &bytes.Buffer{}
-	s.cmd = exec.Command(s.bin, "--port", s.addr, "--access", s.Access, "--secret", s.Secret, "--quiet",
-		"posix", s.Root)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		return fmt.Errorf("starting versitygw: %w", err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", s.addr); err == nil {
-			_ = c.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.Kill()
-	return fmt.Errorf("versitygw did not listen on %s within 15s: %s", s.addr, s.log)
+	t.Cleanup(srv.Kill)
+	return &Server{srv}
 }
 
 // Bucket makes a bucket (a folder of the root, as the POSIX backend has
 // them) and returns its name.
 func (s *Server) Bucket(t testing.TB, name string) string {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(s.Root, name), 0o755); err != nil {
+	if err := s.Server.Bucket(name); err != nil {
 		t.Fatal(err)
 	}
 	return name
-}
-
-// Env is the AWS environment a client of this server needs.
-func (s *Server) Env() []string {
-	return []string{"AWS_ACCESS_KEY_ID=" + s.Access, "AWS_SECRET_ACCESS_KEY=" + s.Secret, "AWS_REGION=us-east-1",
-		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
 }
 
 // SetEnv sets Env in this process for t (not with t.Parallel).
@@ -149,36 +82,6 @@ func (s *Server) SetEnv(t testing.TB) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-}
-
-// Freeze stops the server (SIGSTOP): connections stay open, nothing answers.
-func (s *Server) Freeze() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
-
-// Thaw resumes a frozen server.
-func (s *Server) Thaw() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
-
-// Kill ends the server at once.
-func (s *Server) Kill() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT)
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
-
-// Restart starts the server again on the same port and root.
-func (s *Server) Restart() error {
-	s.Kill()
-	var err error
-	for range 50 { // the port may linger a moment
-		if err = s.start(); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return err
 }
 
 // Object is an object as rclone lists it.
@@ -256,6 +159,3 @@ func (s *Server) Multipart(t testing.TB, bucket string) []string {
 	}
 	return keys
 }
-
-// Log is what the server printed.
-func (s *Server) Log() string { return s.log.String() }
