@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warcproxy/warcproxy/internal/bench"
+	"github.com/warcproxy/warcproxy/internal/s3proc"
 )
 
 const soakUsage = `Usage: warcbench soak [flags]
@@ -53,6 +54,7 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.SocketTimeout, "socket-timeout", 2*time.Second, "the proxy's --socket-timeout (stalling origins stall 2.5 times as long)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "per-request client timeout")
 	fs.BoolVar(&cfg.KeepWARCs, "keep-warcs", false, "keep the WARC files in OUT/warcs (by default each is read for the accounting and deleted as soon as the proxy closes it, so that disk use stays flat)")
+	fs.StringVar(&cfg.UploadStore, "upload-store", "", `ship to an S3 store while soaking: a versitygw binary, or "auto" to find the one make versitygw builds. The proxy gets --upload-to, --cdxj and --upload-webhook; the store is killed half way and restarted 10s later; the accounting reads the bucket, each WARC once its completion event came`)
 	verbose := fs.Bool("v", false, "log each sample")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), soakUsage)
@@ -74,6 +76,18 @@ func soak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.RedisBin != "" {
 		if _, err := exec.LookPath(cfg.RedisBin); err != nil {
 			return exitCode(stderr, "soak", badFlag("--redis: %v", err))
+		}
+	}
+	if cfg.UploadStore == "auto" {
+		bin, err := s3proc.Binary()
+		if err != nil {
+			return exitCode(stderr, "soak", badFlag("--upload-store auto: %v; %s", err, s3proc.InstallHint))
+		}
+		cfg.UploadStore = bin
+	}
+	if cfg.UploadStore != "" {
+		if _, err := exec.LookPath(cfg.UploadStore); err != nil {
+			return exitCode(stderr, "soak", badFlag("--upload-store: %v", err))
 		}
 	}
 	level := slog.LevelInfo

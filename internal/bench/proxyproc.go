@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"sync"
@@ -32,8 +33,11 @@ type proxyProc struct {
 }
 
 // startProxy starts the binary and waits for its listening line.
-func startProxy(ctx context.Context, bin string, args []string) (*proxyProc, error) {
+func startProxy(ctx context.Context, bin string, args []string, env ...string) (*proxyProc, error) {
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = io.Discard

@@ -27,7 +27,12 @@ type SoakConfig struct {
 	SocketTimeout time.Duration // the proxy's --socket-timeout; /stall paths stall 2.5× as long
 	Timeout       time.Duration // per request (client side); 0: 2m
 	KeepWARCs     bool          // keep the WARC files (by default each is deleted once accounted for)
-	Logger        *slog.Logger  // nil: discard
+	// UploadStore is a versitygw binary: with it the proxy ships to that
+	// store (--upload-to, --cdxj, --upload-webhook), the store is killed
+	// and restarted half way, and the accounting reads what is in the
+	// bucket, each WARC once its completion event has come.
+	UploadStore string
+	Logger      *slog.Logger // nil: discard
 }
 
 // Validate checks the configuration.
@@ -67,13 +72,17 @@ type SoakResult struct {
 	Samples       []SoakSample
 	Trends        []Trend
 	Accounting    *Accounting
-	AccountingErr error // reading the WARCs failed
+	AccountingErr error       // reading the WARCs failed
+	Upload        *SoakUpload // with UploadStore
 }
 
 // OK reports whether the accounting is exact, the proxy exited 0 and
 // every trend is flat.
 func (r *SoakResult) OK() bool {
 	if r.AccountingErr != nil || r.Accounting == nil || !r.Accounting.Exact() || r.ExitCode != 0 {
+		return false
+	}
+	if r.Upload != nil && !r.Upload.OK() {
 		return false
 	}
 	for _, t := range r.Trends {
@@ -131,11 +140,22 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		res.RedisAddr, stores = redis.Addr, redis.URL()
 	}
 	caFile := filepath.Join(out, "warcbench-ca.pem")
-	p, err := startProxy(ctx, cfg.ProxyBin, []string{
+	args := []string{
 		"--address", "127.0.0.1", "--port", "0", "--dir", warcDir, "--cacert", caFile,
 		"--metrics-address", "127.0.0.1:0", "--socket-timeout", cfg.SocketTimeout.String(),
 		"--dedup-db", stores, "--stats-db", stores,
-	})
+	}
+	var store *soakStore
+	var env []string
+	coll := newWARCCollector(warcDir, cfg.KeepWARCs)
+	if cfg.UploadStore != "" {
+		if store, err = startSoakStore(cfg.UploadStore, out, cfg.KeepWARCs); err != nil {
+			return nil, err
+		}
+		defer store.close()
+		args, env, coll = append(args, store.proxyArgs()...), store.srv.Env(), store.coll
+	}
+	p, err := startProxy(ctx, cfg.ProxyBin, args, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,11 +165,14 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		_, _ = p.stop(drainTimeout)
 		return nil, err
 	}
-	coll := newWARCCollector(warcDir, cfg.KeepWARCs)
 	cctx, stopCollect := context.WithCancel(ctx)
 	collected := make(chan error, 1)
-	go func() { collected <- coll.run(cctx, cfg.Sample) }()
-	soakRun(ctx, &cfg, load, p, redis, res, logger)
+	if store == nil {
+		go func() { collected <- coll.run(cctx, cfg.Sample) }()
+	} else {
+		collected <- nil // the events feed the collector
+	}
+	soakRun(ctx, &cfg, load, p, redis, store, res, logger)
 
 	res.Drain, res.ExitErr = p.stop(drainTimeout)
 	stopCollect()
@@ -161,7 +184,13 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		logger.Warn("proxy did not exit cleanly", "err", res.ExitErr, "stderr", p.stderr.String())
 	}
 	res.Trends = Trends(res.Samples, cfg.Concurrency)
-	if collectErr == nil {
+	switch {
+	case collectErr != nil:
+	case store != nil:
+		var unannounced int64
+		unannounced, collectErr = store.finish()
+		res.Upload = store.result(closedLeft(warcDir), unannounced)
+	default:
 		collectErr = coll.collect(true)
 	}
 	res.AccountingErr = collectErr
@@ -199,9 +228,13 @@ func newSoakLoad(cfg *SoakConfig, srv *OriginServer, p *proxyProc, caFile string
 	return l, nil
 }
 
+// storeDown is how long the object store is down half way through a soak
+// with uploads.
+const storeDown = 10 * time.Second
+
 // soakRun makes the load while sampling the proxy every cfg.Sample and
 // restarting Redis (if any) half way; it fills in res's load figures.
-func soakRun(ctx context.Context, cfg *SoakConfig, load *soakLoad, p *proxyProc, redis *redisproc.Server, res *SoakResult, logger *slog.Logger) {
+func soakRun(ctx context.Context, cfg *SoakConfig, load *soakLoad, p *proxyProc, redis *redisproc.Server, store *soakStore, res *SoakResult, logger *slog.Logger) {
 	issueCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	start := time.Now()
@@ -219,6 +252,21 @@ func soakRun(ctx context.Context, cfg *SoakConfig, load *soakLoad, p *proxyProc,
 				logger.Error("restarting redis", "err", err)
 			} else {
 				logger.Info("redis restarted", "at", res.RedisRestart.Round(time.Second))
+			}
+		})
+	}
+	if store != nil {
+		wg.Go(func() {
+			select {
+			case <-time.After(cfg.Duration / 2):
+			case <-issueCtx.Done():
+				return
+			}
+			at := time.Since(start)
+			if err := store.outage(at, storeDown); err != nil {
+				logger.Error("restarting the object store", "err", err)
+			} else {
+				logger.Info("object store killed and restarted", "at", at.Round(time.Second), "down", storeDown)
 			}
 		})
 	}

@@ -92,3 +92,11 @@ func (c *warcCollector) readFile(path string) error {
 	}
 	return os.Remove(path)
 }
+
+// collectPath reads one closed WARC file (one the store confirmed) into
+// the accounting.
+func (c *warcCollector) collectPath(path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readFile(path)
+}

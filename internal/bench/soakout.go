@@ -40,6 +40,10 @@ func WriteSoakReport(w io.Writer, r *SoakResult) error {
 	default:
 		fmt.Fprintf(&b, "stores: embedded (no redis)\n")
 	}
+	if u := r.Upload; u != nil {
+		fmt.Fprintf(&b, "uploads: to versitygw at %s (--cdxj, --upload-webhook), killed at %s and restarted %s later\n",
+			u.Endpoint, u.Restart.Round(time.Second), u.Down)
+	}
 	fmt.Fprintf(&b, "load: %d requests in %.1fs (%.1f URLs/s, %.1f MB/s); keep-alive %d, new-conn %d; http %d, https %d\n",
 		r.Requests, sec, float64(r.Requests)/sec, float64(r.Bytes)/sec/1e6, r.KeepAlive, r.NewConn, r.HTTP, r.HTTPS)
 	exit := fmt.Sprintf("code %d", r.ExitCode)
@@ -47,11 +51,20 @@ func WriteSoakReport(w io.Writer, r *SoakResult) error {
 		exit += fmt.Sprintf(" (%v)", r.ExitErr)
 	}
 	fmt.Fprintf(&b, "proxy exit after SIGTERM: %s, drain %.2fs\n", exit, r.Drain.Seconds())
-	fmt.Fprintf(&b, "WARCs: %d files, %.1f MB, read for the accounting as the proxy closed them", r.WARCFiles, float64(r.WARCBytes)/1e6)
+	when := "as the proxy closed them"
+	if r.Upload != nil {
+		when = "from the bucket as the store confirmed them"
+	}
+	fmt.Fprintf(&b, "WARCs: %d files, %.1f MB, read for the accounting %s", r.WARCFiles, float64(r.WARCBytes)/1e6, when)
 	if !c.KeepWARCs {
 		b.WriteString(" and then deleted (--keep-warcs keeps them)")
 	}
 	b.WriteString("\n")
+	if u := r.Upload; u != nil {
+		fmt.Fprintf(&b, "shipped: WARCs read from the bucket as their completion events came; events %d (%d distinct, %d repeats); "+
+			"WARC events whose object was missing %d; WARCs in the bucket without an event %d; closed files left in --dir %d\n",
+			u.Events, u.Distinct, u.Events-u.Distinct, u.NotFound, u.Unannounced, u.LocalLeft)
+	}
 	if r.AccountingErr != nil {
 		fmt.Fprintf(&b, "reading the WARCs: %v\n", r.AccountingErr)
 	}
