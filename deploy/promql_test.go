@@ -404,7 +404,8 @@ func TestMetricNamesExist(t *testing.T) {
 		"warcproxy_proxy_connections_waiting", "warcproxy_upstream_errors_total",
 		// --upload-to: the backlog, its age, and the store failing.
 		"warcproxy_upload_oldest_waiting_seconds", "warcproxy_upload_backlog_bytes", "warcproxy_upload_backlog_files",
-		"warcproxy_upload_failures_total", "warcproxy_upload_files_total",
+		"warcproxy_upload_failures_total", "warcproxy_upload_files_total", "warcproxy_upload_bytes_total",
+		"warcproxy_upload_duration_seconds_bucket",
 	} {
 		require.True(t, used[name], "nothing uses %s", name)
 	}
@@ -447,5 +448,35 @@ func TestPromtool(t *testing.T) {
 			require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 			t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
 		})
+	}
+}
+
+// TestDashboardLayout: panel ids are unique (Grafana keys panel state and
+// links by id) and panels sit inside the 24-column grid without covering
+// each other, so one added below the others does not hide one.
+func TestDashboardLayout(t *testing.T) {
+	data, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			ID      int    `json:"id"`
+			Title   string `json:"title"`
+			GridPos struct {
+				X, Y, W, H int
+			} `json:"gridPos"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(data, &dash))
+	ids := map[int]string{}
+	for i, p := range dash.Panels {
+		require.NotContains(t, ids, p.ID, "panel %q has the id of %q", p.Title, ids[p.ID])
+		ids[p.ID] = p.Title
+		g := p.GridPos
+		require.True(t, g.X >= 0 && g.W > 0 && g.X+g.W <= 24 && g.Y >= 0 && g.H > 0, "panel %q: gridPos %+v", p.Title, g)
+		for _, q := range dash.Panels[:i] {
+			h := q.GridPos
+			overlap := g.X < h.X+h.W && h.X < g.X+g.W && g.Y < h.Y+h.H && h.Y < g.Y+g.H
+			require.False(t, overlap, "panels %q %+v and %q %+v overlap", p.Title, g, q.Title, h)
+		}
 	}
 }
