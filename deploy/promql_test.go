@@ -8,6 +8,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,8 +17,11 @@ import (
 	"strings"
 	"testing"
 
+	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/warcproxy/warcproxy/upload"
 )
 
 const (
@@ -220,6 +225,38 @@ func golden(t *testing.T) map[string]string {
 	return out
 }
 
+// uploadMetrics are the metrics of --upload-to's shipper: name -> type,
+// gathered from the upload package's own collector. The golden file comes
+// from a proxy without a store to ship to, so it does not list them.
+func uploadMetrics(t *testing.T) map[string]string {
+	t.Helper()
+	s := upload.New(upload.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	reg := promclient.NewPedanticRegistry()
+	require.NoError(t, reg.Register(s.Collector()))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = strings.ToLower(mf.GetType().String())
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// exportedTypes is every metric warcproxy exports (name -> type): the
+// golden file's and the shipper's, which must agree where both list one.
+func exportedTypes(t *testing.T) map[string]string {
+	t.Helper()
+	types := golden(t)
+	for name, typ := range uploadMetrics(t) {
+		if g, ok := types[name]; ok {
+			require.Equal(t, g, typ, "%s: type in %s vs the upload package", name, goldenFile)
+		}
+		types[name] = typ
+	}
+	return types
+}
+
 // exported reports whether name is a series a scrape of warcproxy yields.
 func exported(name string, types map[string]string) bool {
 	if _, ok := types[name]; ok {
@@ -336,11 +373,12 @@ func dashboardExprs(t *testing.T) []exprSource {
 
 // TestMetricNamesExist: every metric an alert or a dashboard panel uses is
 // one warcproxy exports (internal/app/testdata/metrics.golden, kept in step
-// with the code by internal/app's TestMetricsGoldenAndLint), a Go or
-// process collector metric, or one of notOurs. A renamed metric breaks
-// this test instead of silently emptying a graph or an alert.
+// with the code by internal/app's TestMetricsGoldenAndLint, and the
+// shipper's metrics from the upload package itself), a Go or process
+// collector metric, or one of notOurs. A renamed metric breaks this test
+// instead of silently emptying a graph or an alert.
 func TestMetricNamesExist(t *testing.T) {
-	types := golden(t)
+	types := exportedTypes(t)
 	alerts, recorded := alertExprs(t)
 	all := append(alerts, dashboardExprs(t)...)
 	used := map[string]bool{}
@@ -364,6 +402,10 @@ func TestMetricNamesExist(t *testing.T) {
 		"warcproxy_writer_bytes_total", "warcproxy_writer_queue_length", "warcproxy_writer_queue_capacity",
 		"warcproxy_proxy_capture_duration_seconds_bucket", "warcproxy_writer_write_duration_seconds_bucket",
 		"warcproxy_proxy_connections_waiting", "warcproxy_upstream_errors_total",
+		// --upload-to: the backlog, its age, and the store failing.
+		"warcproxy_upload_oldest_waiting_seconds", "warcproxy_upload_backlog_bytes", "warcproxy_upload_backlog_files",
+		"warcproxy_upload_failures_total", "warcproxy_upload_files_total", "warcproxy_upload_bytes_total",
+		"warcproxy_upload_duration_seconds_bucket",
 	} {
 		require.True(t, used[name], "nothing uses %s", name)
 	}
@@ -406,5 +448,35 @@ func TestPromtool(t *testing.T) {
 			require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 			t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
 		})
+	}
+}
+
+// TestDashboardLayout: panel ids are unique (Grafana keys panel state and
+// links by id) and panels sit inside the 24-column grid without covering
+// each other, so one added below the others does not hide one.
+func TestDashboardLayout(t *testing.T) {
+	data, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			ID      int    `json:"id"`
+			Title   string `json:"title"`
+			GridPos struct {
+				X, Y, W, H int
+			} `json:"gridPos"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(data, &dash))
+	ids := map[int]string{}
+	for i, p := range dash.Panels {
+		require.NotContains(t, ids, p.ID, "panel %q has the id of %q", p.Title, ids[p.ID])
+		ids[p.ID] = p.Title
+		g := p.GridPos
+		require.True(t, g.X >= 0 && g.W > 0 && g.X+g.W <= 24 && g.Y >= 0 && g.H > 0, "panel %q: gridPos %+v", p.Title, g)
+		for _, q := range dash.Panels[:i] {
+			h := q.GridPos
+			overlap := g.X < h.X+h.W && h.X < g.X+g.W && g.Y < h.Y+h.H && h.Y < g.Y+g.H
+			require.False(t, overlap, "panels %q %+v and %q %+v overlap", p.Title, g, q.Title, h)
+		}
 	}
 }

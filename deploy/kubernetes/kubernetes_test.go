@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/warcproxy/warcproxy/deploy/deploytest"
+	"github.com/warcproxy/warcproxy/internal/config"
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,19 +39,39 @@ import (
 	"k8s.io/pod-security-admission/policy"
 )
 
-// k8sFiles lists the manifests kustomization.yaml names, and checks that
-// it names every manifest in the folder (one it leaves out is never
-// applied, nor checked here).
-func k8sFiles(t *testing.T) []string {
+// variants are the two fleets a user applies with kubectl apply -k, each
+// with the workload that runs the proxy: one of them per namespace.
+var variants = []struct{ dir, workload string }{
+	{".", "StatefulSet/warcproxy"},
+	{"stateless", "Deployment/warcproxy"},
+}
+
+// k8sFiles lists the manifests the kustomization in dir applies, following
+// resources that are directories (../common), and checks that each
+// kustomization names every manifest in its folder (one it leaves out is
+// never applied, nor checked here).
+func k8sFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	data, err := os.ReadFile("kustomization.yaml")
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	require.NoError(t, err)
 	var k struct {
 		Resources []string `yaml:"resources"`
 	}
 	require.NoError(t, yaml.Unmarshal(data, &k))
-	require.NotEmpty(t, k.Resources, "kustomization.yaml resources")
-	entries, err := os.ReadDir(".")
+	require.NotEmpty(t, k.Resources, "%s/kustomization.yaml resources", dir)
+	var files, here []string
+	for _, r := range k.Resources {
+		p := filepath.Join(dir, r)
+		fi, err := os.Stat(p)
+		require.NoError(t, err, "%s/kustomization.yaml", dir)
+		if fi.IsDir() {
+			files = append(files, k8sFiles(t, p)...)
+			continue
+		}
+		files = append(files, p)
+		here = append(here, r)
+	}
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var inDir []string
 	for _, e := range entries {
@@ -54,16 +79,35 @@ func k8sFiles(t *testing.T) []string {
 			inDir = append(inDir, e.Name())
 		}
 	}
-	require.ElementsMatch(t, inDir, k.Resources, "manifests in deploy/kubernetes vs kustomization.yaml resources")
-	return k.Resources
+	require.ElementsMatch(t, inDir, here, "manifests in %s vs its kustomization.yaml resources", dir)
+	return files
 }
 
-// k8sDocs returns every YAML document of the manifests kustomization.yaml
-// lists, keyed "file#index".
-func k8sDocs(t *testing.T) map[string][]byte {
+// TestKustomizationsCoverEveryManifest: every manifest under this folder
+// is applied by one of the variants, so none is left unchecked.
+func TestKustomizationsCoverEveryManifest(t *testing.T) {
+	applied := map[string]bool{}
+	for _, v := range variants {
+		for _, f := range k8sFiles(t, v.dir) {
+			applied[filepath.Clean(f)] = true
+		}
+	}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || d.Name() == "kustomization.yaml" {
+			return err
+		}
+		require.True(t, applied[path], "%s: no kustomization applies it", path)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// k8sDocs returns every YAML document of the manifests the kustomization
+// in dir applies, keyed "file#index".
+func k8sDocs(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	docs := map[string][]byte{}
-	for _, f := range k8sFiles(t) {
+	for _, f := range k8sFiles(t, dir) {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -81,18 +125,21 @@ func k8sDocs(t *testing.T) map[string][]byte {
 	return docs
 }
 
-// k8sObjects decodes every manifest into maps, keyed "Kind/name".
-func k8sObjects(t *testing.T) map[string]map[string]any {
+// k8sObjects decodes every manifest of the kustomization in dir into
+// maps, keyed "Kind/name"; a name used twice for one kind fails.
+func k8sObjects(t *testing.T, dir string) map[string]map[string]any {
 	t.Helper()
 	objs := map[string]map[string]any{}
-	for where, doc := range k8sDocs(t) {
+	for where, doc := range k8sDocs(t, dir) {
 		var o map[string]any
 		require.NoError(t, yaml.Unmarshal(doc, &o), where)
 		if o == nil {
 			continue
 		}
 		md := o["metadata"].(map[string]any)
-		objs[o["kind"].(string)+"/"+md["name"].(string)] = o
+		key := o["kind"].(string) + "/" + md["name"].(string)
+		require.NotContains(t, objs, key, "%s: %s twice", where, key)
+		objs[key] = o
 	}
 	return objs
 }
@@ -124,34 +171,103 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// TestKubernetes: the StatefulSet's command line (image entrypoint + args)
-// parses and points at the Redis Service; probes and scrape annotations
-// use the metrics port the flags choose; the grace period outlasts the
-// drain; every Secret and volume referenced exists.
-func TestKubernetes(t *testing.T) {
-	objs := k8sObjects(t)
-	sts := objs["StatefulSet/warcproxy"]
-	require.NotNil(t, sts, "StatefulSet/warcproxy; have %v", keys(objs))
-	pod := get(t, sts, "spec", "template", "spec").(map[string]any)
-	var c map[string]any
-	for _, x := range pod["containers"].([]any) {
+// proxyPod is the warcproxy container of a workload, its pod spec, and
+// its command line (the image's entrypoint and the container's args, with
+// $(VAR) filled in from its env as the kubelet does) as the proxy's own
+// flag parser reads it.
+type proxyPod struct {
+	workload, pod, container map[string]any
+	cfg                      config.Config
+	env                      map[string]any // name -> the env entry
+}
+
+func findProxyPod(t *testing.T, objs map[string]map[string]any, workload string) proxyPod {
+	t.Helper()
+	w := objs[workload]
+	require.NotNil(t, w, "%s; have %v", workload, keys(objs))
+	pp := proxyPod{workload: w, pod: get(t, w, "spec", "template", "spec").(map[string]any), env: map[string]any{}}
+	for _, x := range pp.pod["containers"].([]any) {
 		if x.(map[string]any)["name"] == "warcproxy" {
-			c = x.(map[string]any)
+			pp.container = x.(map[string]any)
 		}
 	}
-	require.NotNil(t, c)
-	var args []string
-	for _, a := range c["args"].([]any) {
-		args = append(args, a.(string))
+	require.NotNil(t, pp.container, "%s: no container warcproxy", workload)
+	vars := map[string]string{}
+	if env, ok := pp.container["env"].([]any); ok {
+		for _, e := range env {
+			em := e.(map[string]any)
+			name := em["name"].(string)
+			pp.env[name] = em
+			vars[name] = envValue(t, objs, workload, em)
+		}
 	}
-	cfg := deploytest.ParseFlags(t, "StatefulSet args", append(deploytest.Entrypoint(t, "../docker/Dockerfile"), args...))
+	var args []string
+	for _, a := range pp.container["args"].([]any) {
+		args = append(args, expandVars(t, workload, a.(string), vars))
+	}
+	pp.cfg = deploytest.ParseFlags(t, workload+" args", append(deploytest.Entrypoint(t, "../docker/Dockerfile"), args...))
+	return pp
+}
+
+// envValue is the value an env entry gives its variable: its value, or
+// the key of the ConfigMap or Secret it names, which must both exist.
+func envValue(t *testing.T, objs map[string]map[string]any, where string, e map[string]any) string {
+	t.Helper()
+	if v, ok := e["value"].(string); ok {
+		return v
+	}
+	from, ok := e["valueFrom"].(map[string]any)
+	require.True(t, ok, "%s: env %v has neither value nor valueFrom", where, e["name"])
+	for kind, ref := range map[string]string{"ConfigMap": "configMapKeyRef", "Secret": "secretKeyRef"} {
+		r, ok := from[ref].(map[string]any)
+		if !ok {
+			continue
+		}
+		obj := objs[kind+"/"+r["name"].(string)]
+		require.NotNil(t, obj, "%s: env %v: no %s %v", where, e["name"], kind, r["name"])
+		field := "data"
+		if kind == "Secret" {
+			field = "stringData"
+		}
+		data, _ := obj[field].(map[string]any)
+		require.Contains(t, data, r["key"], "%s: env %v: %s %v has no key %v", where, e["name"], kind, r["name"], r["key"])
+		return fmt.Sprint(data[r["key"].(string)])
+	}
+	t.Fatalf("%s: env %v: valueFrom is neither a configMapKeyRef nor a secretKeyRef", where, e["name"])
+	return ""
+}
+
+// varRef is the kubelet's $(NAME) in a container's args.
+var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandVars fills in $(NAME) from the container's env. The kubelet leaves
+// an unknown reference as it is, which the proxy would then take as a
+// value: here that fails.
+func expandVars(t *testing.T, where, arg string, vars map[string]string) string {
+	t.Helper()
+	return varRef.ReplaceAllStringFunc(arg, func(ref string) string {
+		name := varRef.FindStringSubmatch(ref)[1]
+		v, ok := vars[name]
+		require.True(t, ok, "%s: args use %s, which the container's env does not set", where, ref)
+		return v
+	})
+}
+
+// checkProxyPod: the command line parses and points at the Redis Service;
+// probes and scrape annotations use the metrics port the flags choose; the
+// grace period outlasts the preStop sleep and the shutdown budget; every
+// Secret and volume referenced exists and is mounted where the flags look;
+// the Services select the pods and name ports the container has.
+func checkProxyPod(t *testing.T, objs map[string]map[string]any, pp proxyPod) {
+	t.Helper()
+	cfg, c := pp.cfg, pp.container
 	require.Equal(t, "redis://redis:6379/0", cfg.DedupDB)
 	require.Equal(t, "redis://redis:6379/0", cfg.StatsDB)
 	require.NotEmpty(t, cfg.ProxyAuthFile)
 	require.NotNil(t, objs["Service/redis"])
 	require.Equal(t, 6379, get(t, objs["Service/redis"], "spec", "ports", 0, "port"))
 	require.NotNil(t, objs["Deployment/redis"])
-	require.GreaterOrEqual(t, get(t, sts, "spec", "replicas"), 2, "a fleet")
+	require.GreaterOrEqual(t, get(t, pp.workload, "spec", "replicas"), 2, "a fleet")
 
 	ports := map[string]int{}
 	for _, p := range c["ports"].([]any) {
@@ -160,7 +276,7 @@ func TestKubernetes(t *testing.T) {
 	}
 	require.Equal(t, cfg.Port, ports["proxy"])
 	require.Equal(t, deploytest.Port(t, cfg.MetricsAddress), ports["metrics"])
-	ann := get(t, sts, "spec", "template", "metadata", "annotations").(map[string]any)
+	ann := get(t, pp.workload, "spec", "template", "metadata", "annotations").(map[string]any)
 	require.Equal(t, "true", ann["prometheus.io/scrape"])
 	require.Equal(t, strconv.Itoa(ports["metrics"]), ann["prometheus.io/port"])
 	require.Equal(t, "/metrics", ann["prometheus.io/path"])
@@ -168,18 +284,8 @@ func TestKubernetes(t *testing.T) {
 		require.Equal(t, "/status", get(t, c, probe, "httpGet", "path"), probe)
 		require.Equal(t, "metrics", get(t, c, probe, "httpGet", "port"), probe)
 	}
-	grace := time.Duration(pod["terminationGracePeriodSeconds"].(int)) * time.Second
 	// The preStop sleep runs before SIGTERM, inside the grace period.
-	preStop := 0
-	if lc, ok := c["lifecycle"].(map[string]any); ok {
-		if ps, ok := lc["preStop"].(map[string]any); ok {
-			require.Nil(t, ps["exec"], "preStop exec: the image has no shell nor sleep binary; use preStop.sleep")
-			if sl, ok := ps["sleep"].(map[string]any); ok {
-				preStop = sl["seconds"].(int)
-			}
-		}
-	}
-	require.Greater(t, grace, cfg.ShutdownTimeout+time.Duration(preStop)*time.Second+10*time.Second, "terminationGracePeriodSeconds")
+	require.Greater(t, pp.grace(t), cfg.ShutdownTimeout+pp.preStop(t)+10*time.Second, "terminationGracePeriodSeconds")
 
 	// Volumes: mounted where the flags look, backed by something.
 	mounts := map[string]string{}
@@ -190,10 +296,9 @@ func TestKubernetes(t *testing.T) {
 	require.Equal(t, cfg.Dir, mounts["warcs"])
 	require.True(t, strings.HasPrefix(cfg.ProxyAuthFile, mounts["proxy-auth"]+"/"), "proxy auth file %s under %s", cfg.ProxyAuthFile, mounts["proxy-auth"])
 	require.True(t, strings.HasPrefix(cfg.CACert, mounts["ca"]+"/"))
-	require.Equal(t, "warcs", get(t, sts, "spec", "volumeClaimTemplates", 0, "metadata", "name"))
-	vols := map[string]map[string]any{}
-	for _, v := range pod["volumes"].([]any) {
-		vols[v.(map[string]any)["name"].(string)] = v.(map[string]any)
+	vols := pp.volumes()
+	for name := range mounts {
+		require.Contains(t, vols, name, "volumeMount %s: no such volume", name)
 	}
 	auth := vols["proxy-auth"]["secret"].(map[string]any)
 	require.Equal(t, "/run/secrets/"+get(t, auth, "items", 0, "path").(string), cfg.ProxyAuthFile)
@@ -210,15 +315,116 @@ func TestKubernetes(t *testing.T) {
 			require.Contains(t, ports, p.(map[string]any)["targetPort"], name)
 		}
 	}
-	require.Equal(t, "warcproxy-headless", get(t, sts, "spec", "serviceName"))
+	// One fleet: no other workload runs the proxy's pods.
+	self := get(t, pp.workload, "kind").(string) + "/warcproxy"
+	for name := range objs {
+		if kind, _, _ := strings.Cut(name, "/"); (kind == "StatefulSet" || kind == "Deployment") && name != "Deployment/redis" {
+			require.Equal(t, self, name, "a second workload beside %s", self)
+		}
+	}
 }
 
-// k8sTyped decodes every manifest strictly into its k8s.io/api type, as
+func (pp proxyPod) grace(t *testing.T) time.Duration {
+	t.Helper()
+	g, ok := pp.pod["terminationGracePeriodSeconds"].(int)
+	require.True(t, ok, "terminationGracePeriodSeconds")
+	return time.Duration(g) * time.Second
+}
+
+// preStop is the container's preStop sleep, 0 without one.
+func (pp proxyPod) preStop(t *testing.T) time.Duration {
+	t.Helper()
+	lc, ok := pp.container["lifecycle"].(map[string]any)
+	if !ok {
+		return 0
+	}
+	ps, ok := lc["preStop"].(map[string]any)
+	if !ok {
+		return 0
+	}
+	require.Nil(t, ps["exec"], "preStop exec: the image has no shell nor sleep binary; use preStop.sleep")
+	if sl, ok := ps["sleep"].(map[string]any); ok {
+		return time.Duration(sl["seconds"].(int)) * time.Second
+	}
+	return 0
+}
+
+// volumes are the pod's volumes by name, a StatefulSet's claim templates
+// included (as {"volumeClaimTemplate": template}).
+func (pp proxyPod) volumes() map[string]map[string]any {
+	vols := map[string]map[string]any{}
+	for _, v := range pp.pod["volumes"].([]any) {
+		vols[v.(map[string]any)["name"].(string)] = v.(map[string]any)
+	}
+	spec := pp.workload["spec"].(map[string]any)
+	if tmpls, ok := spec["volumeClaimTemplates"].([]any); ok {
+		for _, c := range tmpls {
+			name := c.(map[string]any)["metadata"].(map[string]any)["name"].(string)
+			vols[name] = map[string]any{"volumeClaimTemplate": c}
+		}
+	}
+	return vols
+}
+
+// TestKubernetes: the StatefulSet (deploy/kubernetes) as checkProxyPod
+// says, its WARC files on a claim of its own per replica, kept.
+func TestKubernetes(t *testing.T) {
+	objs := k8sObjects(t, ".")
+	pp := findProxyPod(t, objs, "StatefulSet/warcproxy")
+	checkProxyPod(t, objs, pp)
+	require.Empty(t, pp.cfg.UploadTo, "the StatefulSet keeps its WARC files")
+	require.Contains(t, pp.volumes()["warcs"], "volumeClaimTemplate", "the warcs volume is a claim per replica")
+	require.Equal(t, "warcproxy-headless", get(t, pp.workload, "spec", "serviceName"))
+}
+
+// uploadRate is the conservative rate at which a pod ships to its store,
+// for the grace period's arithmetic (stateless/warcproxy.yaml).
+const uploadRate = 20e6 // bytes/s
+
+// TestKubernetesStateless: the Deployment (deploy/kubernetes/stateless) as
+// checkProxyPod says; it records into an emptyDir and ships to the bucket
+// of its ConfigMap with the credentials of its Secret; what can be open at
+// SIGTERM ships at a conservative 20 MB/s within half the shutdown budget
+// (the other half is for exchanges in flight), and the grace period
+// covers the budget; an idle file closes, and ships, within minutes.
+func TestKubernetesStateless(t *testing.T) {
+	objs := k8sObjects(t, "stateless")
+	pp := findProxyPod(t, objs, "Deployment/warcproxy")
+	checkProxyPod(t, objs, pp)
+	cfg := pp.cfg
+
+	cm := objs["ConfigMap/warcproxy-upload"]
+	require.NotNil(t, cm)
+	require.Equal(t, get(t, cm, "data", "upload-to"), cfg.UploadTo)
+	require.Equal(t, get(t, cm, "data", "upload-endpoint"), cfg.UploadEndpoint)
+	require.True(t, strings.HasPrefix(cfg.UploadTo, "s3://"), cfg.UploadTo)
+	for _, name := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		e, ok := pp.env[name].(map[string]any)
+		require.True(t, ok, "env %s", name)
+		require.NotNil(t, get(t, e, "valueFrom", "secretKeyRef"), "env %s comes from a Secret", name)
+	}
+	require.Contains(t, pp.env, "AWS_REGION")
+
+	vols := pp.volumes()
+	require.NotNil(t, get(t, vols["warcs"], "emptyDir", "sizeLimit"), "the warcs emptyDir has a sizeLimit")
+	require.NotContains(t, pp.workload["spec"], "volumeClaimTemplates")
+
+	open := time.Duration(float64(int64(cfg.MaxOpenWARCs)*cfg.RolloverSize) / uploadRate * float64(time.Second))
+	require.Positive(t, cfg.MaxOpenWARCs, "--max-open-warcs bounds what is open, and so unshipped")
+	require.LessOrEqual(t, open, cfg.ShutdownTimeout/2,
+		"%d open WARCs of %d bytes take %v to ship at 20 MB/s: more than half of --shutdown-timeout %v",
+		cfg.MaxOpenWARCs, cfg.RolloverSize, open, cfg.ShutdownTimeout)
+	require.Greater(t, pp.grace(t), cfg.ShutdownTimeout+pp.preStop(t)+10*time.Second)
+	require.Positive(t, cfg.RolloverIdleTime, "an idle pod's files close and ship")
+	require.LessOrEqual(t, cfg.RolloverIdleTime, 15*time.Minute)
+}
+
+// k8sTyped decodes every manifest of the kustomization in dir strictly into its k8s.io/api type, as
 // the API server's strict field validation (kubectl apply
 // --validate=strict) does: an unknown or duplicate field, a wrong type, or
 // a kind/apiVersion the scheme does not serve (such as a removed beta
 // API) is an error. Keyed "Kind/name".
-func k8sTyped(t *testing.T) map[string]runtime.Object {
+func k8sTyped(t *testing.T, dir string) map[string]runtime.Object {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, networkingv1.AddToScheme} {
@@ -226,7 +432,7 @@ func k8sTyped(t *testing.T) map[string]runtime.Object {
 	}
 	dec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	objs := map[string]runtime.Object{}
-	for where, doc := range k8sDocs(t) {
+	for where, doc := range k8sDocs(t, dir) {
 		obj, gvk, err := dec.Decode(doc, nil, nil)
 		require.NoError(t, err, where)
 		m, err := meta.Accessor(obj)
@@ -242,7 +448,12 @@ func k8sTyped(t *testing.T) map[string]runtime.Object {
 // exist, the PodSecurity "restricted" level, and nothing executed inside
 // the warcproxy image, which has no shell (deploy/docker/Dockerfile).
 func TestKubernetesAPI(t *testing.T) {
-	objs := k8sTyped(t)
+	for _, v := range variants {
+		t.Run(v.dir, func(t *testing.T) { checkAPI(t, k8sTyped(t, v.dir)) })
+	}
+}
+
+func checkAPI(t *testing.T, objs map[string]runtime.Object) {
 	pods := map[string]*corev1.PodTemplateSpec{} // workload templates by "Kind/name"
 	for name, o := range objs {
 		switch w := o.(type) {
@@ -376,4 +587,49 @@ func hasPort(cs []corev1.Container, name string, number int32) bool {
 		}
 	}
 	return false
+}
+
+// TestKustomizeBuild: kubectl's own kustomize renders each variant (a
+// cycle between kustomizations, a file outside a kustomization's root, a
+// missing resource fail here, as in kubectl apply -k) into the objects
+// this test reads from the files, each labelled part-of warcproxy and
+// with the warcproxy image replaced by the registry's. Skipped without
+// kubectl.
+func TestKustomizeBuild(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not on PATH: the kustomize render is not checked")
+	}
+	for _, v := range variants {
+		t.Run(v.dir, func(t *testing.T) {
+			cmd := exec.Command(kubectl, "kustomize", v.dir)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, "kubectl kustomize %s: %s", v.dir, stderr.String())
+			var rendered []string
+			r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
+			for {
+				doc, err := r.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				require.NoError(t, err)
+				var o struct {
+					Kind     string `yaml:"kind"`
+					Metadata struct {
+						Name   string            `yaml:"name"`
+						Labels map[string]string `yaml:"labels"`
+					} `yaml:"metadata"`
+				}
+				require.NoError(t, yaml.Unmarshal(doc, &o))
+				name := o.Kind + "/" + o.Metadata.Name
+				rendered = append(rendered, name)
+				require.Equal(t, "warcproxy", o.Metadata.Labels["app.kubernetes.io/part-of"], name)
+			}
+			require.ElementsMatch(t, keys(k8sObjects(t, v.dir)), rendered)
+			require.NotContains(t, string(out), "image: warcproxy\n", "the warcproxy image is not replaced")
+			require.Contains(t, string(out), "image: registry.example.org/warcproxy:latest")
+		})
+	}
 }
