@@ -14,27 +14,29 @@ import (
 
 // shipUnit ships u's files and then deletes them locally, retrying with
 // back-off until that is done, the failure is one that waiting does not
-// mend (a conflict, a file gone or held), or hard ends.
-func (s *Shipper) shipUnit(hard context.Context, u Unit) {
+// mend (a conflict, a file gone or held: logged, left as it is), or hard
+// ends; only then does it return false: the unit is left for the next
+// start.
+func (s *Shipper) shipUnit(hard context.Context, u Unit) (settled bool) {
 	wait := s.opts.RetryMin
 	for {
 		err := s.tryUnit(hard, u)
 		if err == nil {
-			return
+			return true
 		}
 		var p *permanent
 		if errors.As(err, &p) {
 			s.log.Log(hard, p.level, "not shipped", "file", u.Path, "err", err)
-			return
+			return true
 		}
 		if hard.Err() != nil {
-			return // left for the next start
+			return false
 		}
 		s.log.Warn("shipping failed, will try again", "file", u.Path, "in", wait, "err", err)
 		select {
 		case <-time.After(wait + rand.N(wait/4+1)):
 		case <-hard.Done():
-			return
+			return false
 		}
 		wait = min(wait*2, s.opts.RetryMax)
 	}

@@ -176,9 +176,14 @@ func (s *Shipper) work(hard context.Context) {
 		if !ok {
 			return
 		}
-		s.shipUnit(hard, u)
+		left := !s.shipUnit(hard, u)
 		s.mu.Lock()
 		delete(s.inFlight, u.Path)
+		if left {
+			// Cut by the end of the budget: still on disk, still owed,
+			// and counted as such in what is left for the next start.
+			s.queue = append([]Unit{u}, s.queue...)
+		}
 		s.mu.Unlock()
 		s.signal() // another worker may be waiting for the last one
 	}

@@ -176,6 +176,7 @@ func TestCutShutdownKeepsFiles(t *testing.T) {
 	_, err := os.Stat(warc)
 	require.NoError(t, err)
 	require.Contains(t, r.logs.String(), "files left to ship at the next start")
+	require.Contains(t, r.logs.String(), "files=1 bytes=1000", "the file cut in flight is counted")
 	pending, err := New(r.opts).Pending()
 	require.NoError(t, err)
 	require.Equal(t, []string{warc}, pending)

@@ -127,7 +127,7 @@ func groups(c *Config, sh *shorthands) []group {
 			{name: "fetch-timeout", metavar: "duration", inFile: true, value: durationValue{&c.FetchTimeout},
 				help: "Longest a whole fetch may take, from sending the request to the last byte of the response; a response still arriving then is cut, recorded as far as it came with WARC-Truncated: time, and the client's connection is aborted. 0: no limit."},
 			{name: "shutdown-timeout", metavar: "duration", inFile: true, value: durationValue{&c.ShutdownTimeout},
-				help: "On SIGINT or SIGTERM, the budget of the whole shutdown: exchanges in flight get three quarters of it, then are cut (written, marked truncated); the queue drains and files close by its end. Anything cut or left undone by then exits 1; a second signal ends the budget at once."},
+				help: "On SIGINT or SIGTERM, the budget of the whole shutdown: exchanges in flight get three quarters of it, then are cut (written, marked truncated); the queue drains and files close by its end, then are shipped with --upload-to. Anything cut or left undone by then exits 1 (but files not yet shipped, which stay on disk for the next start); a second signal ends the budget at once."},
 		}},
 		{"Upstream route", []*option{
 			{name: "socks-proxy", metavar: "host:port", inFile: true, value: stringValue{&c.SOCKSProxy},
