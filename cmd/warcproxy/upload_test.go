@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -231,18 +230,8 @@ func TestUploadKill9MidMultipart(t *testing.T) {
 
 	// The next start, on the same folder, straight to the store.
 	args[len(args)-3] = srv.Endpoint
-	cmd := selfCommand(t, args...)
-	cmd.Dir = p.cmd.Dir
-	var out lockedBuffer
-	cmd.Stderr = &out
-	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "msg=shipped") && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, cmd.Wait(), out.String())
-	require.Contains(t, out.String(), "aborted a multipart upload left by an earlier run")
+	out := rerunUntil(t, p.cmd.Dir, args, func(out string) bool { return strings.Contains(out, "msg=shipped") })
+	require.Contains(t, out, "aborted a multipart upload left by an earlier run")
 	require.Empty(t, srv.Multipart(t, bucket), "nothing accumulates in the bucket")
 	got := srv.Download(t, bucket, "mp")
 	have, err := os.ReadFile(filepath.Join(got, filepath.Base(closed[0])))
@@ -299,7 +288,6 @@ func TestUploadStoreDownAtStart(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.wait(t, 60*time.Second), p.stderr.String())
 	require.Len(t, srv.List(t, bucket, "d"), 1, p.stderr.String())
-	_ = io.Discard
 }
 
 // SIGTERM while the store does not answer: the budget ends with files
@@ -325,17 +313,25 @@ func TestUploadSIGTERMLeavesTheRestForTheNextStart(t *testing.T) {
 	require.NotEmpty(t, left)
 	require.NoError(t, srv.Thaw())
 
+	out := rerunUntil(t, p.cmd.Dir, args, func(string) bool { return len(localFiles(t, filepath.Join(p.cmd.Dir, "warcs"))) == 0 })
+	require.Contains(t, out, "files left by an earlier run go first")
+	require.Len(t, srv.List(t, bucket, "t"), len(left), out)
+}
+
+// rerunUntil starts the proxy again in dir with args, waits (a minute at
+// most) until done says so of its log, stops it with SIGTERM, and returns
+// its log; it must exit 0.
+func rerunUntil(t *testing.T, dir string, args []string, done func(log string) bool) string {
+	t.Helper()
 	cmd := selfCommand(t, args...)
-	cmd.Dir = p.cmd.Dir
+	cmd.Dir = dir
 	var out lockedBuffer
 	cmd.Stderr = &out
 	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(60 * time.Second)
-	for len(localFiles(t, filepath.Join(p.cmd.Dir, "warcs"))) > 0 && time.Now().Before(deadline) {
+	for deadline := time.Now().Add(time.Minute); !done(out.String()) && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), out.String())
-	require.Contains(t, out.String(), "files left by an earlier run go first")
-	require.Len(t, srv.List(t, bucket, "t"), len(left), out.String())
+	return out.String()
 }
