@@ -117,8 +117,13 @@ func TestUploadThroughAStoreOutage(t *testing.T) {
 		require.Equal(t, 1, c, "%s recorded once", u)
 	}
 	for _, w := range warcs {
-		_, err := os.Stat(strings.TrimSuffix(w, ".warc.gz") + ".cdxj")
+		idx, err := os.ReadFile(strings.TrimSuffix(w, ".warc.gz") + ".cdxj")
 		require.NoError(t, err, "the index of %s", filepath.Base(w))
+		for _, r := range warccheck.Files(t, w) {
+			if r.Type == "response" {
+				require.Contains(t, string(idx), `"url":"`+r.TargetURI+`"`, "%s indexed in %s", r.TargetURI, filepath.Base(w))
+			}
+		}
 	}
 	logs, _ := filepath.Glob(filepath.Join(got, "crawl-logs", "*.log"))
 	require.Len(t, logs, 1)
