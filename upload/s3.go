@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // S3Options say how to reach the store.
@@ -156,18 +158,18 @@ func (s *S3) put(ctx context.Context, key string, f *os.File, size int64, sha256
 		Body:     body,
 		Metadata: map[string]string{metaSHA256: sha256},
 	}
-	err := s.send(ctx, in, size)
+	err := s.send(ctx, in, size, sha256)
 	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
 		err = fmt.Errorf("%w for %s: %w", errStalled, s.opts.StallTimeout, err)
 	}
 	return err
 }
 
-func (s *S3) send(ctx context.Context, in *s3.PutObjectInput, size int64) error {
+func (s *S3) send(ctx context.Context, in *s3.PutObjectInput, size int64, sha256 string) error {
 	opts := s.clientOptions()
 	if size <= s.opts.PartSize {
 		in.ContentLength = aws.Int64(size)
-		_, err := s.client.PutObject(ctx, in, opts...)
+		_, err := s.client.PutObject(ctx, in, append(opts, withPayloadHash(sha256))...)
 		return err
 	}
 	// feature/s3/manager is deprecated in favour of transfermanager, which
@@ -184,6 +186,22 @@ func (s *S3) send(ctx context.Context, in *s3.PutObjectInput, size int64) error 
 	})
 	_, err := up.Upload(ctx, in)
 	return err
+}
+
+// withPayloadHash gives SigV4 the SHA-256 of a whole-file PUT's body,
+// which the shipper has taken already: over plain HTTP the SDK would
+// read and hash the file once more to sign it (over HTTPS it signs
+// UNSIGNED-PAYLOAD and needs none).
+func withPayloadHash(sha256 string) func(*s3.Options) {
+	set := middleware.FinalizeMiddlewareFunc("WarcproxyPayloadHash", func(ctx context.Context, in middleware.FinalizeInput,
+		next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		return next.HandleFinalize(v4.SetPayloadHash(ctx, sha256), in)
+	})
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Insert(set, "ComputePayloadHash", middleware.Before)
+		})
+	}
 }
 
 func (s *S3) clientOptions() []func(*s3.Options) {
