@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 
@@ -14,17 +15,18 @@ import (
 // description is what a completion event says of a file's content.
 type description struct {
 	sha256              string
+	crc32               uint32
 	records             int64
 	firstDate, lastDate string // WARC-Date as written
 }
 
-// describe reads f once from its start: its SHA-256 and, for a WARC when
+// describe reads f once from its start: its SHA-256 and CRC32 and, for a WARC when
 // records is set, the count of its records and their first and last
 // WARC-Date (a WARC is decompressed for that, so only when a completion
 // event needs it).
 func describe(f *os.File, records bool) (description, error) {
-	h := sha256.New()
-	r := io.TeeReader(io.NewSectionReader(f, 0, 1<<62), h)
+	h, c := sha256.New(), crc32.NewIEEE()
+	r := io.TeeReader(io.NewSectionReader(f, 0, 1<<62), io.MultiWriter(h, c))
 	var d description
 	if records {
 		if err := d.scan(r); err != nil {
@@ -35,7 +37,7 @@ func describe(f *os.File, records bool) (description, error) {
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		return d, fmt.Errorf("reading %s: %w", f.Name(), err)
 	}
-	d.sha256 = hex.EncodeToString(h.Sum(nil))
+	d.sha256, d.crc32 = hex.EncodeToString(h.Sum(nil)), c.Sum32()
 	return d, nil
 }
 

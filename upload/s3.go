@@ -3,6 +3,8 @@ package upload
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -133,11 +135,11 @@ func (s *S3) Head(ctx context.Context, key string) (Object, error) {
 
 // Put implements Store. When the store refuses the SDK's default
 // integrity checksums, it tries once more without them, and keeps to that.
-func (s *S3) Put(ctx context.Context, key string, f *os.File, size int64, sha256 string) error {
-	err := s.put(ctx, key, f, size, sha256)
+func (s *S3) Put(ctx context.Context, key string, f *os.File, size int64, sums Sums) error {
+	err := s.put(ctx, key, f, size, sums)
 	if err != nil && !s.whenRequired.Load() && checksumRefused(err) {
 		s.whenRequired.Store(true)
-		err = s.put(ctx, key, f, size, sha256)
+		err = s.put(ctx, key, f, size, sums)
 		if err == nil {
 			err = errChecksumsOff
 		}
@@ -149,27 +151,33 @@ func (s *S3) Put(ctx context.Context, key string, f *os.File, size int64, sha256
 // default checksums were left out; it logs that once.
 var errChecksumsOff = errors.New("the store refused the SDK's default integrity checksums: sending them only where required")
 
-func (s *S3) put(ctx context.Context, key string, f *os.File, size int64, sha256 string) error {
+func (s *S3) put(ctx context.Context, key string, f *os.File, size int64, sums Sums) error {
 	ctx, body, stop := watchProgress(ctx, f, size, s.opts.StallTimeout)
 	defer stop()
 	in := &s3.PutObjectInput{
 		Bucket:   aws.String(s.opts.Bucket),
 		Key:      aws.String(key),
 		Body:     body,
-		Metadata: map[string]string{metaSHA256: sha256},
+		Metadata: map[string]string{metaSHA256: sums.SHA256},
 	}
-	err := s.send(ctx, in, size, sha256)
+	err := s.send(ctx, in, size, sums)
 	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
 		err = fmt.Errorf("%w for %s: %w", errStalled, s.opts.StallTimeout, err)
 	}
 	return err
 }
 
-func (s *S3) send(ctx context.Context, in *s3.PutObjectInput, size int64, sha256 string) error {
+func (s *S3) send(ctx context.Context, in *s3.PutObjectInput, size int64, sums Sums) error {
 	opts := s.clientOptions()
 	if size <= s.opts.PartSize {
 		in.ContentLength = aws.Int64(size)
-		_, err := s.client.PutObject(ctx, in, append(opts, withPayloadHash(sha256))...)
+		if !s.whenRequired.Load() {
+			// The SDK's default checksum, given rather than computed.
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], sums.CRC32)
+			in.ChecksumCRC32 = aws.String(base64.StdEncoding.EncodeToString(b[:]))
+		}
+		_, err := s.client.PutObject(ctx, in, append(opts, withPayloadHash(sums.SHA256))...)
 		return err
 	}
 	// feature/s3/manager is deprecated in favour of transfermanager, which
@@ -199,7 +207,9 @@ func withPayloadHash(sha256 string) func(*s3.Options) {
 	})
 	return func(o *s3.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Finalize.Insert(set, "ComputePayloadHash", middleware.Before)
+			// Before the checksum middleware, which hashes the payload for
+			// SigV4 in the same pass as its CRC unless a hash is set.
+			return st.Finalize.Insert(set, "AWSChecksum:ComputeInputPayloadChecksum", middleware.Before)
 		})
 	}
 }

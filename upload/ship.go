@@ -131,7 +131,7 @@ func (s *Shipper) shipFile(ctx context.Context, path, kind string, completed boo
 		return &permanent{level: slogError, err: err}
 	}
 	sum := d.sha256
-	existed, err := s.upload(ctx, f, key, fi.Size(), sum)
+	existed, err := s.upload(ctx, f, key, fi.Size(), Sums{SHA256: sum, CRC32: d.crc32})
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,8 @@ func (s *Shipper) shipFile(ctx context.Context, path, kind string, completed boo
 
 // upload puts the file under key unless the same object is there, and
 // confirms it by HeadObject. existed says the store had it already.
-func (s *Shipper) upload(ctx context.Context, f *os.File, key string, size int64, sum string) (existed bool, err error) {
+func (s *Shipper) upload(ctx context.Context, f *os.File, key string, size int64, sums Sums) (existed bool, err error) {
+	sum := sums.SHA256
 	obj, err := s.opts.Store.Head(ctx, key)
 	switch {
 	case err == nil && obj.Size == size && obj.SHA256 == sum:
@@ -168,7 +169,7 @@ func (s *Shipper) upload(ctx context.Context, f *os.File, key string, size int64
 		s.metrics.failed(Reason(err))
 		return false, fmt.Errorf("asking the store for %s: %w", key, err)
 	}
-	err = s.opts.Store.Put(ctx, key, f, size, sum)
+	err = s.opts.Store.Put(ctx, key, f, size, sums)
 	if errors.Is(err, errChecksumsOff) {
 		s.warned.Do(func() { s.log.Warn(err.Error()) })
 		err = nil

@@ -14,14 +14,23 @@ type Store interface {
 	// key, or ErrNotFound. Without the permission to list the bucket a
 	// missing key answers 403, which Head also reports as ErrNotFound.
 	Head(ctx context.Context, key string) (Object, error)
-	// Put uploads size bytes of f (from offset 0) to key with sha256 (hex)
+	// Put uploads size bytes of f (from offset 0) to key with sums.SHA256
 	// as its x-amz-meta-sha256, in parts when it is large.
-	Put(ctx context.Context, key string, f *os.File, size int64, sha256 string) error
+	Put(ctx context.Context, key string, f *os.File, size int64, sums Sums) error
 	// Uploads lists the multipart uploads begun under prefix and not
 	// completed or aborted.
 	Uploads(ctx context.Context, prefix string) ([]Upload, error)
 	// Abort aborts one multipart upload.
 	Abort(ctx context.Context, u Upload) error
+}
+
+// Sums are what the shipper took of a file in its one read before the
+// upload: the SHA-256 (hex) that the object carries, and the CRC32 (IEEE)
+// the store checks a whole-file PUT against, so that the SDK need not read
+// the file again to compute them.
+type Sums struct {
+	SHA256 string
+	CRC32  uint32
 }
 
 // Object is what Head tells of an object.
