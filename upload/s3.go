@@ -192,7 +192,8 @@ func (s *S3) send(ctx context.Context, in *s3.PutObjectInput, size int64, sums S
 			u.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		}
 	})
-	_, err := up.Upload(ctx, in)
+	//lint:ignore SA1019 see above
+	_, err := up.Upload(ctx, in) //nolint:staticcheck // see above
 	return err
 }
 

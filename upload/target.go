@@ -58,7 +58,7 @@ func checkBucket(b string) error {
 		return fmt.Errorf("bucket name %q must be 3 to 63 characters long", b)
 	}
 	for _, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+		if !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789.-", c) {
 			return fmt.Errorf("bucket name %q may hold only lowercase letters, digits, dots and hyphens", b)
 		}
 	}
