@@ -3,6 +3,8 @@ package upload
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -283,7 +285,7 @@ func httpStatus(err error) int {
 
 // The reasons a store call fails, as the failures metric labels them.
 const (
-	ReasonRefused  = "refused"  // credentials, permissions, no such bucket
+	ReasonRefused  = "refused"  // credentials, permissions, no such bucket, an untrusted certificate
 	ReasonSlowDown = "slowdown" // 503 SlowDown, 429
 	ReasonTimeout  = "timeout"  // no answer or no progress in time
 	ReasonStore    = "store"    // another error answer (5xx, 4xx)
@@ -301,7 +303,12 @@ func Reason(err error) string {
 		code = ae.ErrorCode()
 	}
 	st := httpStatus(err)
+	var unknownCA x509.UnknownAuthorityError
+	var badCert *tls.CertificateVerificationError
+	var hostname x509.HostnameError
 	switch {
+	case errors.As(err, &unknownCA) || errors.As(err, &badCert) || errors.As(err, &hostname):
+		return ReasonRefused // the store's certificate: --upload-ca-file, or the endpoint's name
 	case code == "SlowDown" || st == http.StatusTooManyRequests:
 		return ReasonSlowDown
 	case code == "NoSuchBucket" || st == http.StatusForbidden || st == http.StatusUnauthorized:

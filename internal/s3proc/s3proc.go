@@ -61,13 +61,22 @@ type Server struct {
 	Access, Secret string
 	Root           string // Root/BUCKET/KEY
 	addr, bin      string
+	tlsArgs        []string // --cert, --key: HTTPS
 	mu             sync.Mutex
 	cmd            *exec.Cmd
 	log            *bytes.Buffer
 }
 
 // Start runs bin on a free loopback port with its buckets under root.
-func Start(bin, root string) (*Server, error) {
+func Start(bin, root string) (*Server, error) { return start(bin, root, "", "") }
+
+// StartTLS is Start serving HTTPS with the certificate and key in
+// certFile and keyFile (PEM).
+func StartTLS(bin, root, certFile, keyFile string) (*Server, error) {
+	return start(bin, root, certFile, keyFile)
+}
+
+func start(bin, root, certFile, keyFile string) (*Server, error) {
 	var lastErr error
 	for range 5 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,6 +86,10 @@ func Start(bin, root string) (*Server, error) {
 		s := &Server{Access: "warcproxytest", Secret: "warcproxytestsecret", Root: root, bin: bin, addr: ln.Addr().String()}
 		_ = ln.Close()
 		s.Endpoint = "http://" + s.addr
+		if certFile != "" {
+			s.tlsArgs = []string{"--cert", certFile, "--key", keyFile}
+			s.Endpoint = "https://" + s.addr
+		}
 		if lastErr = s.start(); lastErr == nil {
 			return s, nil
 		}
@@ -88,7 +101,8 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = &bytes.Buffer{}
-	s.cmd = exec.Command(s.bin, "--port", s.addr, "--access", s.Access, "--secret", s.Secret, "--quiet", "posix", s.Root)
+	args := append([]string{"--port", s.addr, "--access", s.Access, "--secret", s.Secret, "--quiet"}, s.tlsArgs...)
+	s.cmd = exec.Command(s.bin, append(args, "posix", s.Root)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("starting versitygw: %w", err)

@@ -49,15 +49,22 @@ func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// Start runs a server on a free loopback port with an empty root, stopped
-// when t ends.
-func Start(t testing.TB) *Server {
+// Bin returns the versitygw binary, or skips t (fails it under CI=true)
+// with the hint that installs it.
+func Bin(t testing.TB) string {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		skipOrFail(t, "versitygw not found (%v): %s", err, InstallHint)
 	}
-	srv, err := s3proc.Start(bin, t.TempDir())
+	return bin
+}
+
+// Start runs a server on a free loopback port with an empty root, stopped
+// when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	srv, err := s3proc.Start(Bin(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
