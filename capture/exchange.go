@@ -38,6 +38,8 @@ type Exchange struct {
 	payloadHash       digest.Async // Payload.H's, held here: no allocation of its own
 
 	IP             string // the origin's address
+	TLSVersion     string // "tls/1.3" when TLS carried the exchange upstream, else ""
+	CipherSuite    string // its IANA name, or ""
 	ResStart       int64  // where the final response starts in Response (after 1xx)
 	HeadEnd        int64  // where its head ends (a revisit's block ends here)
 	ResEnd         int64  // where it ends

@@ -29,11 +29,12 @@ func (s *Stage) records(ex *Exchange, original *dedup.Entry) (*writer.Capture, e
 	resID := newRecordID()
 	// Through a SOCKS or parent route the origin's address is unknown:
 	// the field is left out rather than naming the route.
-	var ipField []writer.Field
+	var fetchFields []writer.Field
 	if ex.IP != "" {
-		ipField = []writer.Field{{Name: "WARC-IP-Address", Value: ex.IP}}
+		fetchFields = []writer.Field{{Name: "WARC-IP-Address", Value: ex.IP}}
 	}
-	resFields := append([]writer.Field(nil), ipField...)
+	fetchFields = append(fetchFields, s.protocolFields(ex)...)
+	resFields := append([]writer.Field(nil), fetchFields...)
 	if ex.payloadDigest != "" {
 		resFields = append(resFields, writer.Field{Name: "WARC-Payload-Digest", Value: ex.payloadDigest})
 	}
@@ -53,7 +54,7 @@ func (s *Stage) records(ex *Exchange, original *dedup.Entry) (*writer.Capture, e
 			{
 				Type: "request", Date: ex.Start, TargetURI: ex.TargetURI,
 				ContentType: "application/http; msgtype=request",
-				Fields:      append([]writer.Field{{Name: "WARC-Concurrent-To", Value: resID}}, ipField...),
+				Fields:      append([]writer.Field{{Name: "WARC-Concurrent-To", Value: resID}}, fetchFields...),
 				Block:       ex.Request.Buffer(), BlockLength: ex.Request.Len(),
 				BlockDigest: ex.Request.Digest(alg, b32),
 			},
@@ -91,6 +92,24 @@ func (s *Stage) toRevisit(ex *Exchange, r *writer.Record, original *dedup.Entry)
 		writer.Field{Name: "WARC-Refers-To-Date", Value: original.Date},
 	)
 	return nil
+}
+
+// protocolFields say how the exchange was fetched upstream: a
+// WARC-Protocol field per protocol, HTTP's first (the upstream leg is
+// always HTTP/1.1), then TLS's, and the cipher suite (iipc/warc-
+// specifications #42 and #86), unless --warc-protocol=false.
+func (s *Stage) protocolFields(ex *Exchange) []writer.Field {
+	if !s.opts.WARCProtocol {
+		return nil
+	}
+	f := []writer.Field{{Name: "WARC-Protocol", Value: "http/1.1"}}
+	if ex.TLSVersion != "" {
+		f = append(f, writer.Field{Name: "WARC-Protocol", Value: ex.TLSVersion})
+	}
+	if ex.CipherSuite != "" {
+		f = append(f, writer.Field{Name: "WARC-Cipher-Suite", Value: ex.CipherSuite})
+	}
+	return f
 }
 
 func newRecordID() string {

@@ -94,6 +94,9 @@ type Options struct {
 	// entries keep WARC-Date as written, and revisit records name the
 	// version's profile.
 	WARCVersion string
+	// WARCProtocol adds WARC-Protocol and WARC-Cipher-Suite fields to the
+	// request, response and revisit records (--warc-protocol).
+	WARCProtocol bool
 	// MethodFilter, if not empty, lists the only methods that are archived.
 	MethodFilter []string
 	// StoreTimeout bounds a limits check, made before the fetch while the

@@ -169,6 +169,7 @@ func (s *Server) roundTrip(ctx context.Context, c *wire.Conn, out *wire.Outbound
 		return fetched{}, err
 	}
 	ex.ResStart, ex.HeadEnd, ex.IP, ex.Status = start, c.Consumed(), c.IP(), resp.StatusCode
+	ex.TLSVersion, ex.CipherSuite = c.TLS()
 	if v := resp.Header.Values("Content-Type"); len(v) > 0 {
 		ex.ContentType, ex.HasContentType = v[0], true
 	}

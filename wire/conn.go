@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bufio"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -139,6 +141,33 @@ func (c *Conn) Consumed() int64 { return c.rd.n - int64(c.br.Buffered()) }
 // IP is the origin's address as dialed ("" if not a TCP connection, or
 // when a route dialed it).
 func (c *Conn) IP() string { return c.ip }
+
+// TLS names the TLS version ("tls/1.3") and cipher suite (its IANA name)
+// that carried the connection to the origin, or "" and "" for plain
+// HTTP. Through a parent proxy's CONNECT the TLS is still the origin's.
+func (c *Conn) TLS() (version, cipher string) {
+	tc, ok := c.conn.(*tls.Conn)
+	if !ok {
+		return "", ""
+	}
+	st := tc.ConnectionState()
+	return tlsVersionName(st.Version), tls.CipherSuiteName(st.CipherSuite)
+}
+
+// tlsVersionName is the WARC-Protocol name of a TLS version.
+func tlsVersionName(v uint16) string {
+	switch v {
+	case tls.VersionTLS10:
+		return "tls/1.0"
+	case tls.VersionTLS11:
+		return "tls/1.1"
+	case tls.VersionTLS12:
+		return "tls/1.2"
+	case tls.VersionTLS13:
+		return "tls/1.3"
+	}
+	return fmt.Sprintf("tls/0x%04x", v)
+}
 
 // Buffered is the number of response bytes read from the origin and not
 // yet consumed by the parser: after a response's end, bytes the origin sent

@@ -62,6 +62,7 @@ func captureOptions(a *App) capture.Options {
 		Digest:              alg,
 		Base32:              cfg.Base32,
 		WARCVersion:         cfg.WARCVersion,
+		WARCProtocol:        cfg.WARCProtocol,
 		MethodFilter:        cfg.MethodFilter,
 		StoreTimeout:        cfg.StoreTimeout,
 		DedupMinTextSize:    cfg.DedupMinTextSize,

@@ -42,6 +42,7 @@ type Config struct {
 	ZstdLevel       int    // --zstd-level: the zstd command's 1 to 22
 	ZstdDictionary  string // --zstd-dictionary: a file `zstd --train` wrote; empty: none
 	WARCVersion     string // --warc-version: "1.0" or "1.1"
+	WARCProtocol    bool   // --warc-protocol: WARC-Protocol and WARC-Cipher-Suite fields
 	DigestAlgorithm string // --digest-algorithm, -g: "sha1" or "sha256"
 	Base32          bool   // --base32
 
@@ -138,6 +139,7 @@ func Default() Config {
 		Compression:     "gzip",
 		ZstdLevel:       DefaultZstdLevel,
 		WARCVersion:     "1.0",
+		WARCProtocol:    true,
 		DigestAlgorithm: "sha1",
 		Base32:          true,
 

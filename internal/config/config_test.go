@@ -40,7 +40,7 @@ func TestDefaultValues(t *testing.T) {
 	want := Config{
 		Address: "127.0.0.1", Port: 8000, Dir: "./warcs", Prefix: "WARCPROX",
 		WARCFilename: "{prefix}-{timestamp17}-{serialno}-{randomtoken}",
-		Compression:  "gzip", GzipLevel: 0, ZstdLevel: 3, ZstdDictionary: "", WARCVersion: "1.0", DigestAlgorithm: "sha1", Base32: true,
+		Compression:  "gzip", GzipLevel: 0, ZstdLevel: 3, ZstdDictionary: "", WARCVersion: "1.0", WARCProtocol: true, DigestAlgorithm: "sha1", Base32: true,
 		CACert: "./warcproxy-ca.pem", CertsDir: "",
 		MaxConns: 1000, ConnWaitTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		HeaderTimeout: 30 * time.Second, MaxHeaderBytes: 4 * 1024 * 1024, HTTP2: true, HTTP2MaxStreams: 100,

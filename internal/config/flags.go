@@ -74,6 +74,8 @@ func groups(c *Config, sh *shorthands) []group {
 				help: "A zstd dictionary (as `zstd --train` writes it) to compress every record with: each .warc.zst file then starts with it, in the WARC-zstd dictionary frame, and readers need nothing else. Helps most with small records. Only with --compression zstd."},
 			{name: "warc-version", metavar: "version", inFile: true, value: enumValue{&c.WARCVersion, warcVersions},
 				help: "WARC version of the records written: 1.0 or 1.1."},
+			{name: "warc-protocol", inFile: true, value: boolValue{&c.WARCProtocol},
+				help: "Say on each request, response and revisit record how it was fetched: a WARC-Protocol field per protocol (http/1.1, and tls/1.2 or tls/1.3 when TLS carried it) and WARC-Cipher-Suite (the IANA name) for TLS, as browsertrix-crawler, Wget-AT and Nutch write them. --warc-protocol=false leaves them out, for readers that choke on repeated fields."},
 			{name: "digest-algorithm", aliases: []string{"g"}, metavar: "name", inFile: true, value: enumValue{&c.DigestAlgorithm, digestAlgs},
 				help: "Algorithm of WARC-Block-Digest and WARC-Payload-Digest: sha1 or sha256."},
 			{name: "base32", inFile: true, value: boolValue{&c.Base32},
