@@ -83,6 +83,7 @@ func realMain(args []string) int {
 		logger.Warn("second signal: forcing shutdown; files keep whole records only", "signal", sig.String())
 		close(force)
 	}()
+	defer watchHangups(logger)()
 	if err := a.Run(stop, force); err != nil {
 		return 1 // scripts must see that captures may be missing
 	}
@@ -98,4 +99,25 @@ func newLogger(cfg config.Config) *slog.Logger {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
 	return slog.New(h)
+}
+
+// watchHangups keeps SIGHUP from ending the proxy, as it would by
+// default: daemons take it as "reload", and an operator (or systemd's
+// ExecReload, or a closed terminal) sending it must not stop a crawl.
+// Nothing is read again yet; the returned func stops the watch.
+func watchHangups(logger *slog.Logger) (stop func()) {
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hups:
+				logger.Info("SIGHUP received: nothing to reload, going on")
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(hups); close(done) }
 }

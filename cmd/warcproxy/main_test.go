@@ -648,3 +648,17 @@ func newCAFiles(t *testing.T) (caPEM, caCRT string) {
 	require.NoError(t, err)
 	return string(pemData), string(crtData)
 }
+
+// SIGHUP does not stop the proxy (by default it would end the process):
+// it says so and goes on serving; SIGTERM still stops it cleanly.
+func TestSIGHUPDoesNotStopTheProxy(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer origin.Close()
+	p := startMain(t, "--port", "0", "--dir", "warcs")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "SIGHUP received: nothing to reload") },
+		5*time.Second, 10*time.Millisecond)
+	require.True(t, get(proxyClient(p.port), origin.URL+"/after-hup", ""), "still serving")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t, 30*time.Second), p.stderr.String())
+}

@@ -23,20 +23,29 @@ type soakPanel struct {
 	get   func(SoakSample) float64
 }
 
-func soakPanels() []soakPanel {
-	return []soakPanel{
+// soakPanels are the charts of ss: RSS, fds, goroutines and URLs/s, and
+// the upload backlog when the proxy shipped (--upload-store).
+func soakPanels(ss []SoakSample) []soakPanel {
+	panels := []soakPanel{
 		{"RSS (MB)", func(s SoakSample) float64 { return s.RSSMB }},
 		{"open fds", func(s SoakSample) float64 { return s.FDs }},
 		{"goroutines", func(s SoakSample) float64 { return s.Goroutines }},
 		{"URLs/s", func(s SoakSample) float64 { return s.URLsPerSec }},
 	}
+	for _, s := range ss {
+		if !math.IsNaN(s.BacklogMB) {
+			return append(panels, soakPanel{"upload backlog (MB): closed files waiting to be shipped",
+				func(s SoakSample) float64 { return s.BacklogMB }})
+		}
+	}
+	return panels
 }
 
-// WriteSoakSVG draws four stacked line charts over time: RSS, fds,
-// goroutines and URLs/s, in the sweep chart's style, each with its grid at
+// WriteSoakSVG draws stacked line charts over time: RSS, fds, goroutines,
+// URLs/s and, with uploads, the upload backlog, in the sweep chart's style, each with its grid at
 // round values (niceTicks) of its own quantity and of time.
 func WriteSoakSVG(w io.Writer, ss []SoakSample) error {
-	panels := soakPanels()
+	panels := soakPanels(ss)
 	width, height := soakLeft+soakPlotW+soakRight, soakTop+float64(len(panels))*(soakPlotH+soakGap)
 	tTicks, tEnd := soakTimeAxis(ss)
 	var b strings.Builder

@@ -21,7 +21,7 @@ func tenMinuteSamples() []SoakSample {
 		f := float64(i) / 120
 		ss = append(ss, SoakSample{
 			T: at, RSSMB: 40 + 47.3*f, FDs: 41 + 12*f, Goroutines: 1234 - 300*f,
-			URLsPerSec: 2613 - 100*math.Sin(f*20), HeapMB: math.NaN(), Queue: 0,
+			URLsPerSec: 2613 - 100*math.Sin(f*20), HeapMB: math.NaN(), Queue: 0, BacklogMB: math.NaN(),
 		})
 	}
 	return ss
@@ -67,11 +67,11 @@ func TestSoakChartTicks(t *testing.T) {
 		"goroutines": {"0", "500", "1,000", "1,500"},       // peak 1234
 		"URLs/s":     {"0", "1,000", "2,000", "3,000"},     // peak 2713
 	}, values)
-	for _, p := range soakPanels() {
+	for _, p := range soakPanels(tenMinuteSamples()) {
 		require.Equal(t, []string{"0", "100", "200", "300", "400", "500", "600"}, times[p.title], p.title)
 	}
 
-	require.Len(t, doc.Lines, len(soakPanels()))
+	require.Len(t, doc.Lines, len(soakPanels(tenMinuteSamples())))
 	for _, l := range doc.Lines {
 		pts := strings.Fields(l.Points)
 		last, _, _ := strings.Cut(pts[len(pts)-1], ",")
@@ -103,4 +103,31 @@ func TestSoakTimeAxis(t *testing.T) {
 	}
 	ticks, end := soakTimeAxis(nil)
 	require.True(t, slices.Equal(ticks, niceTicks(1, soakTSteps)) && end == 1, "no samples: %v %v", ticks, end)
+}
+
+// TestSoakChartBacklog: a soak with uploads gets a fifth panel, the
+// upload backlog, on round values too; one without has four.
+func TestSoakChartBacklog(t *testing.T) {
+	ss := tenMinuteSamples()
+	require.Len(t, soakPanels(ss), 4)
+	for i := range ss {
+		ss[i].BacklogMB = 900 * math.Abs(math.Sin(float64(i)/10)) // files of a gigabyte or so, shipped in turn
+	}
+	var b strings.Builder
+	require.NoError(t, WriteSoakSVG(&b, ss))
+	requireWellFormedXML(t, b.String())
+	var doc soakChartDoc
+	require.NoError(t, xml.Unmarshal([]byte(b.String()), &doc))
+	require.Len(t, doc.Lines, 5)
+	var ticks []string
+	panel := ""
+	for _, tx := range doc.Texts {
+		switch {
+		case tx.Weight == "bold":
+			panel = tx.Body
+		case tx.Anchor == "end" && strings.HasPrefix(panel, "upload backlog"):
+			ticks = append(ticks, tx.Body)
+		}
+	}
+	require.Equal(t, []string{"0", "200", "400", "600", "800", "1,000"}, ticks)
 }

@@ -115,7 +115,7 @@ func peak(ss []SoakSample, f func(SoakSample) float64) float64 {
 // WriteSoakCSV writes one row per sample.
 func WriteSoakCSV(w io.Writer, ss []SoakSample) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"t_s", "rss_mb", "fds", "goroutines", "queue", "urls_per_s", "heap_mb"})
+	_ = cw.Write([]string{"t_s", "rss_mb", "fds", "goroutines", "queue", "urls_per_s", "heap_mb", "upload_backlog_mb"})
 	f := func(v float64, prec int) string {
 		if math.IsNaN(v) {
 			return ""
@@ -123,7 +123,7 @@ func WriteSoakCSV(w io.Writer, ss []SoakSample) error {
 		return strconv.FormatFloat(v, 'f', prec, 64)
 	}
 	for _, s := range ss {
-		_ = cw.Write([]string{f(s.T.Seconds(), 1), f(s.RSSMB, 1), f(s.FDs, 0), f(s.Goroutines, 0), f(s.Queue, 0), f(s.URLsPerSec, 1), f(s.HeapMB, 1)})
+		_ = cw.Write([]string{f(s.T.Seconds(), 1), f(s.RSSMB, 1), f(s.FDs, 0), f(s.Goroutines, 0), f(s.Queue, 0), f(s.URLsPerSec, 1), f(s.HeapMB, 1), f(s.BacklogMB, 1)})
 	}
 	cw.Flush()
 	return cw.Error()

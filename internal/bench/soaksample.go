@@ -21,6 +21,9 @@ type SoakSample struct {
 	Queue      float64       // warcproxy_writer_queue_length
 	HeapMB     float64       // go_memstats_heap_inuse_bytes, 2^20 (not judged: shows whether RSS is Go heap)
 	URLsPerSec float64       // exchanges finished per second since the last sample
+	// BacklogMB is warcproxy_upload_backlog_bytes, 2^20: closed files
+	// waiting to be shipped (NaN without --upload-to).
+	BacklogMB float64
 }
 
 // countFDs counts the open file descriptors of pid.
@@ -65,14 +68,18 @@ func scrapeGauges(ctx context.Context, url string, names ...string) (map[string]
 // sampleProxy takes one sample of pid and its metrics; fields it cannot
 // read are NaN.
 func sampleProxy(ctx context.Context, pid int, metricsURL string) SoakSample {
-	s := SoakSample{RSSMB: math.NaN(), FDs: math.NaN(), Goroutines: math.NaN(), Queue: math.NaN(), HeapMB: math.NaN()}
+	s := SoakSample{RSSMB: math.NaN(), FDs: math.NaN(), Goroutines: math.NaN(), Queue: math.NaN(), HeapMB: math.NaN(), BacklogMB: math.NaN()}
 	if rss, ok := readVmRSS(pid); ok {
 		s.RSSMB = float64(rss) / (1 << 20)
 	}
 	if n, ok := countFDs(pid); ok {
 		s.FDs = float64(n)
 	}
-	if g, err := scrapeGauges(ctx, metricsURL, "go_goroutines", "warcproxy_writer_queue_length", "go_memstats_heap_inuse_bytes"); err == nil {
+	if g, err := scrapeGauges(ctx, metricsURL, "go_goroutines", "warcproxy_writer_queue_length", "go_memstats_heap_inuse_bytes",
+		"warcproxy_upload_backlog_bytes"); err == nil {
+		if v, ok := g["warcproxy_upload_backlog_bytes"]; ok {
+			s.BacklogMB = v / (1 << 20)
+		}
 		if v, ok := g["go_memstats_heap_inuse_bytes"]; ok {
 			s.HeapMB = v / (1 << 20)
 		}
