@@ -31,6 +31,13 @@ type soakStore struct {
 	coll *warcCollector
 	ln   net.Listener
 	hs   *http.Server
+	// toRead takes the WARCs announced, read by one goroutine so that an
+	// event is acknowledged at once: a receiver that answered only after
+	// reading a gigabyte would hold the proxy's shipper that long.
+	toRead  chan string
+	readers sync.WaitGroup
+	readErr error
+	stopped sync.Once
 
 	mu       sync.Mutex
 	events   int64           // events received, repeats included
@@ -56,7 +63,8 @@ func startSoakStore(bin, out string, keep bool) (*soakStore, error) {
 		return nil, err
 	}
 	s := &soakStore{srv: srv, coll: newWARCCollector(filepath.Join(root, soakBucket, soakPrefix), keep),
-		ids: map[string]bool{}, read: map[string]bool{}}
+		ids: map[string]bool{}, read: map[string]bool{}, toRead: make(chan string, 1<<16)}
+	s.readers.Go(s.readAnnounced)
 	if s.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		srv.Kill()
 		return nil, err
@@ -88,13 +96,21 @@ func (s *soakStore) receive(w http.ResponseWriter, r *http.Request) {
 	if !first {
 		return
 	}
-	path := filepath.Join(s.srv.Root, soakBucket, filepath.FromSlash(e.Key))
-	if err := s.coll.collectPath(path); errors.Is(err, os.ErrNotExist) {
+	s.toRead <- filepath.Join(s.srv.Root, soakBucket, filepath.FromSlash(e.Key))
+}
+
+// readAnnounced reads the announced WARCs into the accounting, in turn.
+func (s *soakStore) readAnnounced() {
+	for path := range s.toRead {
+		err := s.coll.collectPath(path)
 		s.mu.Lock()
-		s.notFound++
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			s.notFound++
+		case err != nil && s.readErr == nil:
+			s.readErr = err
+		}
 		s.mu.Unlock()
-	} else if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
 
@@ -112,6 +128,10 @@ func (s *soakStore) outage(at, down time.Duration) error {
 // finish, after the proxy exited, reads the WARCs in the bucket that no
 // event announced (there should be none) and returns how many.
 func (s *soakStore) finish() (unannounced int64, err error) {
+	s.stopReceiving()
+	if s.readErr != nil {
+		return 0, s.readErr
+	}
 	dir := filepath.Join(s.srv.Root, soakBucket, soakPrefix)
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -135,8 +155,18 @@ func (s *soakStore) finish() (unannounced int64, err error) {
 	return unannounced, nil
 }
 
+// stopReceiving ends the receiver and waits for the WARCs it took to be
+// read.
+func (s *soakStore) stopReceiving() {
+	s.stopped.Do(func() {
+		_ = s.hs.Shutdown(context.Background())
+		close(s.toRead)
+		s.readers.Wait()
+	})
+}
+
 func (s *soakStore) close() {
-	_ = s.hs.Shutdown(context.Background())
+	s.stopReceiving()
 	s.srv.Kill()
 }
 
