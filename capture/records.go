@@ -33,7 +33,7 @@ func (s *Stage) records(ex *Exchange, original *dedup.Entry) (*writer.Capture, e
 	if ex.IP != "" {
 		fetchFields = []writer.Field{{Name: "WARC-IP-Address", Value: ex.IP}}
 	}
-	fetchFields = append(fetchFields, s.protocolFields(ex)...)
+	fetchFields = s.appendProtocolFields(fetchFields, ex)
 	resFields := append([]writer.Field(nil), fetchFields...)
 	if ex.payloadDigest != "" {
 		resFields = append(resFields, writer.Field{Name: "WARC-Payload-Digest", Value: ex.payloadDigest})
@@ -94,15 +94,15 @@ func (s *Stage) toRevisit(ex *Exchange, r *writer.Record, original *dedup.Entry)
 	return nil
 }
 
-// protocolFields say how the exchange was fetched upstream: a
-// WARC-Protocol field per protocol, HTTP's first (the upstream leg is
-// always HTTP/1.1), then TLS's, and the cipher suite (iipc/warc-
-// specifications #42 and #86), unless --warc-protocol=false.
-func (s *Stage) protocolFields(ex *Exchange) []writer.Field {
+// appendProtocolFields appends to f how the exchange was fetched
+// upstream: a WARC-Protocol field per protocol, HTTP's first (the
+// upstream leg is always HTTP/1.1), then TLS's, and the cipher suite
+// (iipc/warc-specifications #42 and #86), unless --warc-protocol=false.
+func (s *Stage) appendProtocolFields(f []writer.Field, ex *Exchange) []writer.Field {
 	if !s.opts.WARCProtocol {
-		return nil
+		return f
 	}
-	f := []writer.Field{{Name: "WARC-Protocol", Value: "http/1.1"}}
+	f = append(f, writer.Field{Name: "WARC-Protocol", Value: "http/1.1"})
 	if ex.TLSVersion != "" {
 		f = append(f, writer.Field{Name: "WARC-Protocol", Value: ex.TLSVersion})
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/warcproxy/warcproxy/internal/warcscan"
 )
 
 // Pending lists the closed WARC files under --dir that are still to ship,
@@ -70,13 +72,5 @@ func (s *Shipper) Done(path, kind string) bool {
 // IsClosedWARC tells a closed WARC file's name: .warc, .warc.gz or
 // .warc.zst, not hidden.
 func IsClosedWARC(name string) bool {
-	if strings.HasPrefix(name, ".") {
-		return false
-	}
-	for _, ext := range []string{".warc", ".warc.gz", ".warc.zst"} {
-		if strings.HasSuffix(name, ext) {
-			return true
-		}
-	}
-	return false
+	return !strings.HasPrefix(name, ".") && warcscan.ForName(name) != nil
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func TestPrivateCA(t *testing.T) {
 	defer srv.Kill()
 	require.NoError(t, srv.Bucket("archive"))
 	for _, kv := range srv.Env() {
-		k, v, _ := cut(kv)
+		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
 	t.Setenv("AWS_CA_BUNDLE", "")
@@ -86,13 +87,4 @@ func TestPrivateCA(t *testing.T) {
 	err = untrusted.Check(ctx, "crawl/")
 	require.ErrorIs(t, err, ErrRefused)
 	require.ErrorContains(t, err, "certificate")
-}
-
-func cut(kv string) (string, string, bool) {
-	for i := range kv {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
 }

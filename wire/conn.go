@@ -17,6 +17,9 @@ type Conn struct {
 	raw  net.Conn // the TCP connection
 	conn net.Conn // raw, or the TLS connection over it
 	ip   string   // "" through a route: the origin's address is unknown
+	// tlsVersion and cipher name the TLS that carries the connection
+	// ("" for plain HTTP), taken once at the handshake.
+	tlsVersion, cipher string
 	// fwdRoute is set on a connection to a parent proxy that takes
 	// requests for fwdOrigin ("http://host:port") in absolute form.
 	fwdRoute  *route
@@ -123,6 +126,10 @@ func (c *Conn) SetFetchEnd(end time.Time) {
 
 func (u *Client) newConn(key string, raw, conn net.Conn, routed bool) *Conn {
 	c := &Conn{key: key, raw: raw, conn: conn}
+	if tc, ok := conn.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		c.tlsVersion, c.cipher = tlsVersionName(st.Version), tls.CipherSuiteName(st.CipherSuite)
+	}
 	// Through a route the remote address is the route's, not the origin's.
 	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok && !routed {
 		c.ip = a.IP.String()
@@ -145,14 +152,7 @@ func (c *Conn) IP() string { return c.ip }
 // TLS names the TLS version ("tls/1.3") and cipher suite (its IANA name)
 // that carried the connection to the origin, or "" and "" for plain
 // HTTP. Through a parent proxy's CONNECT the TLS is still the origin's.
-func (c *Conn) TLS() (version, cipher string) {
-	tc, ok := c.conn.(*tls.Conn)
-	if !ok {
-		return "", ""
-	}
-	st := tc.ConnectionState()
-	return tlsVersionName(st.Version), tls.CipherSuiteName(st.CipherSuite)
-}
+func (c *Conn) TLS() (version, cipher string) { return c.tlsVersion, c.cipher }
 
 // tlsVersionName is the WARC-Protocol name of a TLS version.
 func tlsVersionName(v uint16) string {

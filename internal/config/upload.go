@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -61,18 +60,10 @@ func (c Config) UploadCA() ([]byte, error) {
 	}
 	pem, err := os.ReadFile(c.UploadCAFile)
 	if err != nil {
-		return nil, unwrapPathError(err)
+		return nil, err
 	}
 	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", c.UploadCAFile)
 	}
 	return pem, nil
-}
-
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
-	}
-	return err
 }
