@@ -3,26 +3,11 @@ package upload
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"math/rand/v2"
 	"time"
 )
 
-// permanent is a failure that waiting does not mend: the unit is left as
-// it is (on disk, logged at level) until the next start.
-type permanent struct {
-	level slog.Level
-	err   error
-}
-
-func (p *permanent) Error() string { return p.err.Error() }
-func (p *permanent) Unwrap() error { return p.err }
-
-const (
-	slogDebug = slog.LevelDebug
-	slogWarn  = slog.LevelWarn
-	slogError = slog.LevelError
-)
+// Leftovers of an earlier run: its multipart uploads cut by a crash, and
+// its completion events not acknowledged.
 
 // abortLeftovers aborts the multipart uploads under the prefix that a
 // crash (kill -9 in the middle of an upload) left: those of a file queued
@@ -44,12 +29,9 @@ func (s *Shipper) abortLeftovers(hard context.Context) bool {
 		s.metrics.failed(Reason(err))
 		s.log.Warn("listing the multipart uploads left under the prefix failed, will try again",
 			"target", s.opts.Target.String(), "in", wait, "err", err)
-		select {
-		case <-time.After(wait + rand.N(wait/4+1)):
-		case <-hard.Done():
+		if !s.pause(hard, &wait) {
 			return false
 		}
-		wait = min(wait*2, s.opts.RetryMax)
 	}
 }
 

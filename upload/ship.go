@@ -5,11 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+)
+
+// permanent is a failure that waiting does not mend: the unit is left as
+// it is (on disk, logged at level) until the next start.
+type permanent struct {
+	level slog.Level
+	err   error
+}
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+const (
+	slogDebug = slog.LevelDebug
+	slogWarn  = slog.LevelWarn
+	slogError = slog.LevelError
 )
 
 // shipUnit ships u's files and then deletes them locally, retrying with
@@ -33,12 +49,9 @@ func (s *Shipper) shipUnit(hard context.Context, u Unit) (settled bool) {
 			return false
 		}
 		s.log.Warn("shipping failed, will try again", "file", u.Path, "in", wait, "err", err)
-		select {
-		case <-time.After(wait + rand.N(wait/4+1)):
-		case <-hard.Done():
+		if !s.pause(hard, &wait) {
 			return false
 		}
-		wait = min(wait*2, s.opts.RetryMax)
 	}
 }
 

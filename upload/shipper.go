@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -251,3 +252,16 @@ func (s *Shipper) Oldest() time.Time {
 func (s *Shipper) Target() Target { return s.opts.Target }
 
 func (s *Shipper) String() string { return fmt.Sprintf("shipper to %s", s.opts.Target) }
+
+// pause waits *wait, jittered by up to a quarter, and doubles it up to
+// RetryMax: the back-off between attempts. It returns false when hard
+// ends first.
+func (s *Shipper) pause(hard context.Context, wait *time.Duration) bool {
+	select {
+	case <-time.After(*wait + rand.N(*wait/4+1)):
+	case <-hard.Done():
+		return false
+	}
+	*wait = min(*wait*2, s.opts.RetryMax)
+	return true
+}
