@@ -15,8 +15,9 @@
 #   make lint    go vet, golangci-lint and staticcheck (from tools/go.mod), both modules
 #   make check   lint and test
 #
-# Tests that write WARCs also verify them with warcio.js, and the replay
-# test drives ReplayWeb.page: `make test` installs both with npm ci where
+# Tests that write WARCs also verify them with warcio.js, the replay
+# test drives ReplayWeb.page and the WebSocket tests talk through the
+# proxy with the ws package: `make test` installs them with npm ci where
 # npm exists. The upload tests ship to a real S3 server, VersityGW, which
 # `make test` builds with go install (outside the repository, once), and
 # read back with rclone (apt-get install rclone; make installs no
@@ -40,7 +41,7 @@ TOOL := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 # sit in the product's go.mod. No go.work: each is run from its folder.
 SUBMODULES := deploy/kubernetes
 # The test-only node packages, each a folder with its package-lock.json.
-NODE_PACKAGES := internal/testutil/warcio internal/e2e/testdata/replayweb
+NODE_PACKAGES := internal/testutil/warcio internal/e2e/testdata/replayweb internal/e2e/testdata/websocket
 NODE_STAMPS := $(NODE_PACKAGES:%=%/node_modules/.package-lock.json)
 # The S3 server of the upload tests. internal/testutil/s3test looks for it
 # under the same name, in the environment or at the same default path, and
