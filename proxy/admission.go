@@ -2,14 +2,13 @@ package proxy
 
 import (
 	"crypto/subtle"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/warcproxy/warcproxy/jobs"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 )
 
@@ -19,28 +18,33 @@ import (
 // (a Warcprox-Meta limit reached; 503 if the counters cannot be read), 403
 // (a block rule). 400 for unusable targets is in route.go and tunnel.go.
 
-// authorize answers 407 and reports false when --proxy-auth is on and the
-// request does not carry one of the accepted credentials.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
-	if len(s.opts.ProxyAuth) == 0 || s.authorized(r) {
-		return true
+// authorize finds who sends a request: with --proxy-auth or --jobs it
+// answers 407 and reports false when the credentials are missing or wrong
+// (whose, jobs.go); it returns the request's job, nil for none.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*jobs.Job, bool) {
+	cj, _ := r.Context().Value(connJobsKey{}).(connJobs)
+	if cj.table == nil && len(s.opts.ProxyAuth) == 0 {
+		return nil, true
+	}
+	proxyRequest := r.Method == http.MethodConnect || r.URL.IsAbs()
+	job, err := s.whose(cj, proxyCredentials(r), proxyRequest)
+	if err == nil {
+		return job, true
 	}
 	s.authFailures.Add(1)
+	if s.authLog.Allow() {
+		s.logger.Info("proxy authentication refused (407)", "reason", err.Error(),
+			"remote", r.RemoteAddr, "failures_total", s.authFailures.Load())
+	}
 	w.Header().Set("Proxy-Authenticate", `Basic realm="warcproxy"`)
-	textError(w, http.StatusProxyAuthRequired, "warcproxy: proxy authentication required (Proxy-Authorization: Basic)")
-	return false
+	textError(w, http.StatusProxyAuthRequired, "warcproxy: proxy authentication required (Proxy-Authorization: Basic): "+err.Error())
+	return nil, false
 }
 
-// authorized checks Proxy-Authorization against the accepted pairs, in
-// constant time.
-func (s *Server) authorized(r *http.Request) bool {
-	v := r.Header.Get("Proxy-Authorization")
-	scheme, cred, ok := strings.Cut(v, " ")
-	if !ok || !strings.EqualFold(scheme, "Basic") {
-		return false
-	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
-	if err != nil {
+// proxyUser reports, in constant time, whether user:password (raw) is
+// one of --proxy-auth's pairs.
+func (s *Server) proxyUser(raw []byte) bool {
+	if raw == nil {
 		return false
 	}
 	match := 0
@@ -74,12 +78,10 @@ func (s *Server) admitQueue(w http.ResponseWriter, t *target) bool {
 // the header (nil without one), the WARC prefix to use ("-": don't
 // archive) and whether to go on.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, uri string) (*warcproxmeta.Meta, string, bool) {
-	// The first header counts, as in warcprox.
-	raw := r.Header.Get(warcproxmeta.HeaderName)
-	if raw == "" {
+	meta, err := s.requestMeta(r)
+	if err == nil && meta == nil {
 		return nil, s.opts.Prefix, true
 	}
-	meta, err := s.meta.Parse(raw)
 	if err == nil && meta.WarcPrefix != nil && !meta.DoNotArchive() {
 		if perr := s.opts.Capture.CheckPrefix(*meta.WarcPrefix); perr != nil {
 			err = fmt.Errorf("%w: field \"warc-prefix\": %v", warcproxmeta.ErrInvalid, perr)
@@ -89,6 +91,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, uri string) (*war
 		s.logger.Info("bad Warcprox-Meta header", "url", uri, "err", err)
 		textError(w, http.StatusBadRequest, "warcproxy: "+err.Error())
 		return nil, "", false
+	}
+	if job := jobOf(r); job != nil {
+		s.jobRequests.add(job.Name)
 	}
 	if !s.enforceLimits(w, r, uri, meta) {
 		return nil, "", false
@@ -102,6 +107,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, uri string) (*war
 		return meta, *meta.WarcPrefix, true
 	}
 	return meta, s.opts.Prefix, true
+}
+
+// requestMeta is the Warcprox-Meta a request goes by: its job's merged
+// with its own header (jobs.Job.Meta), or its header alone; nil when it
+// has neither. The first header counts, as in warcprox.
+func (s *Server) requestMeta(r *http.Request) (*warcproxmeta.Meta, error) {
+	raw := r.Header.Get(warcproxmeta.HeaderName)
+	if job := jobOf(r); job != nil {
+		return job.Meta(&s.meta, raw)
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	return s.meta.Parse(raw)
 }
 
 // enforceLimits answers 420 (limits) or 430 (soft-limits) with warcprox's

@@ -29,6 +29,8 @@ type limitListener struct {
 	errMu      sync.Mutex
 	err        error
 	failed     chan struct{} // closed when the accept loop stops on an error
+	extraMu    sync.Mutex
+	extra      map[net.Listener]struct{} // jobs' ports (serveExtra)
 
 	waiting atomic.Int64
 	refused atomic.Int64
@@ -66,9 +68,48 @@ func newLimitListener(l net.Listener, maxConns int, wait time.Duration, logger *
 
 func (l *limitListener) acceptLoop() {
 	defer l.wg.Done()
+	if err := l.acceptFrom(l.Listener); err != nil {
+		l.errMu.Lock()
+		l.err = err
+		l.errMu.Unlock()
+		close(l.failed)
+	}
+}
+
+// serveExtra takes connections from another listener (a job's port) into
+// the same slots, until that listener is closed (or l is).
+func (l *limitListener) serveExtra(ln net.Listener) {
+	l.extraMu.Lock()
+	defer l.extraMu.Unlock()
+	select {
+	case <-l.done:
+		ln.Close()
+		return
+	default:
+	}
+	if l.extra == nil {
+		l.extra = map[net.Listener]struct{}{}
+	}
+	l.extra[ln] = struct{}{}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		err := l.acceptFrom(ln)
+		l.extraMu.Lock()
+		delete(l.extra, ln)
+		l.extraMu.Unlock()
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			l.logger.Error("a job's port stopped accepting connections", "address", ln.Addr().String(), "err", err)
+		}
+	}()
+}
+
+// acceptFrom accepts connections from ln until it fails for good or l is
+// closed, each into a slot or to wait for one.
+func (l *limitListener) acceptFrom(ln net.Listener) error {
 	backoff := 5 * time.Millisecond
 	for {
-		c, err := l.Listener.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAcceptError(err) {
@@ -76,16 +117,17 @@ func (l *limitListener) acceptLoop() {
 				select {
 				case <-time.After(backoff):
 				case <-l.done:
-					return
+					return nil
 				}
 				backoff = min(2*backoff, time.Second)
 				continue
 			}
-			l.errMu.Lock()
-			l.err = err
-			l.errMu.Unlock()
-			close(l.failed)
-			return
+			select {
+			case <-l.done:
+				return nil
+			default:
+				return err
+			}
 		}
 		backoff = 5 * time.Millisecond
 		select {
@@ -170,6 +212,11 @@ func (l *limitListener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
 		err = l.Listener.Close()
+		l.extraMu.Lock()
+		for ln := range l.extra {
+			ln.Close()
+		}
+		l.extraMu.Unlock()
 	})
 	return err
 }

@@ -71,6 +71,9 @@ func (s *Server) Status() map[string]any {
 		"unaccepted_requests": waiting,
 		"threads":             s.opts.MaxConns,
 	}
+	if jobs := s.jobsStatus(); jobs != nil {
+		st["jobs"] = jobs
+	}
 	if addr := s.addr.Load(); addr != nil {
 		st["address"] = addr.IP.String()
 		st["port"] = addr.Port

@@ -76,6 +76,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			func() float64 { return float64(s.h2Conns.Load()) }),
 		counter("warcproxy_proxy_http2_streams_total", "Requests received on HTTP/2 streams (each one exchange).",
 			func() float64 { return float64(s.h2Streams.Load()) }),
+		jobRequestsCollector{s},
 	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
@@ -101,5 +102,21 @@ func (m *metrics) upstreamError(kind string) {
 func (m *metrics) routeError(route, reason string) {
 	if m != nil {
 		m.routeErrors.WithLabelValues(route, reason).Inc()
+	}
+}
+
+// jobRequestsCollector reports the requests admitted per job (--jobs),
+// every job of the table in force and every job counted since the start.
+// The label is crawl_job: Prometheus renames a target's own "job" label.
+type jobRequestsCollector struct{ s *Server }
+
+var jobRequestsDesc = prometheus.NewDesc("warcproxy_job_requests_total",
+	"Requests admitted per crawl job (--jobs), chosen by proxy credentials or port.", []string{"crawl_job"}, nil)
+
+func (c jobRequestsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobRequestsDesc }
+
+func (c jobRequestsCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, n := range c.s.jobRequestCounts() {
+		ch <- prometheus.MustNewConstMetric(jobRequestsDesc, prometheus.CounterValue, float64(n), name)
 	}
 }

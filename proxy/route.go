@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -76,9 +77,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.h2Streams.Add(1)
 	}
-	// Requests inside a tunnel were authorized with its CONNECT.
-	if tun == nil && !s.authorize(w, r) {
-		return
+	// Requests inside a tunnel were authorized with its CONNECT, and
+	// belong to its job.
+	if tun == nil {
+		job, ok := s.authorize(w, r)
+		if !ok {
+			return
+		}
+		if job != nil {
+			r = r.WithContext(context.WithValue(r.Context(), jobKey{}, job))
+		}
 	}
 	switch {
 	case r.Method == methodWriteRecord || r.Method == methodPutMeta:

@@ -25,6 +25,7 @@ import (
 
 	"github.com/warcproxy/warcproxy/capture"
 	"github.com/warcproxy/warcproxy/internal/lograte"
+	"github.com/warcproxy/warcproxy/jobs"
 	"github.com/warcproxy/warcproxy/mitm"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/wire"
@@ -92,6 +93,9 @@ type Options struct {
 	// requests to the proxy (CONNECT, plain proxy requests, /status and
 	// /metrics on the proxy port) need Proxy-Authorization: Basic.
 	ProxyAuth []string
+	// Jobs, if not nil, is the job table in force at start (--jobs); see
+	// SetJobs and jobs.go.
+	Jobs *jobs.Table
 	// MetricsAddress, if set, is where /status and /metrics are served
 	// instead of the proxy port (--metrics-address, as bound): the proxy
 	// port answers them 404 naming it.
@@ -113,6 +117,8 @@ type Server struct {
 
 	outer, inner  *http.Server
 	ll            atomic.Pointer[limitListener]
+	portsMu       sync.Mutex
+	pendingPorts  []net.Listener // jobs' ports given before Serve
 	innerLn       *chanListener
 	addr          atomic.Pointer[net.TCPAddr] // set by Serve
 	selfCheckWarn sync.Once                   // isSelfAddr's one log line
@@ -130,6 +136,9 @@ type Server struct {
 	active          atomic.Int64 // exchanges in forward
 	uploads         atomic.Int64 // write-record requests in writeRecord
 	authFailures    atomic.Int64
+	authLog         lograte.EverySecond
+	jobs            atomic.Pointer[jobs.Table]
+	jobRequests     jobCounts
 	clientErrors    atomic.Int64
 	clientErrLog    lograte.EverySecond
 	handshakeErrors atomic.Int64
@@ -170,6 +179,8 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 	s.tlsCfg = s.clientTLSConfig()
 	s.outer, s.inner = s.httpServer(), s.httpServer()
 	s.inner.ConnContext = withTunnel
+	s.outer.ConnContext = s.withConnJobs
+	s.jobs.Store(opts.Jobs)
 	// No HTTP/2 on the plain port (neither h2c nor a preface); in tunnels
 	// only when negotiated by ALPN (http2.go).
 	s.outer.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
@@ -206,10 +217,29 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.addr.Store(a)
 	}
 	ll := newLimitListener(ln, s.opts.MaxConns, s.opts.ConnWaitTimeout, s.logger)
+	s.portsMu.Lock()
 	s.ll.Store(ll)
+	for _, p := range s.pendingPorts {
+		ll.serveExtra(p)
+	}
+	s.pendingPorts = nil
+	s.portsMu.Unlock()
 	s.innerLn = newChanListener(ln.Addr())
 	go func() { _ = s.inner.Serve(s.innerLn) }()
 	return s.outer.Serve(servedListener{ll, s})
+}
+
+// ServePort accepts connections on ln too (a job's port, see jobs.go),
+// into the same --max-conns slots, until ln is closed or the server shuts
+// down.
+func (s *Server) ServePort(ln net.Listener) {
+	s.portsMu.Lock()
+	defer s.portsMu.Unlock()
+	if ll := s.ll.Load(); ll != nil {
+		ll.serveExtra(ln)
+		return
+	}
+	s.pendingPorts = append(s.pendingPorts, ln)
 }
 
 // Shutdown stops accepting connections and waits, until ctx ends, for
@@ -261,6 +291,12 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 		ll.Close()
 		ll.wg.Wait()
 	}
+	s.portsMu.Lock()
+	for _, ln := range s.pendingPorts { // never served: Serve did not run
+		ln.Close()
+	}
+	s.pendingPorts = nil
+	s.portsMu.Unlock()
 	s.up.CloseIdle()
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warcproxy/warcproxy/jobs"
 	"github.com/warcproxy/warcproxy/mitm"
 )
 
@@ -22,7 +23,8 @@ type tunnel struct {
 	scheme    string // https if the client spoke TLS in the tunnel, else http
 	authority string // host:port from the CONNECT line
 	host      string
-	sni       string // server name the client sent in its TLS handshake, if valid
+	sni       string    // server name the client sent in its TLS handshake, if valid
+	job       *jobs.Job // the CONNECT's job, every request inside's (nil: none)
 
 	mu  sync.Mutex
 	pre net.Conn
@@ -97,7 +99,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	}
-	tun := &tunnel{authority: hostport, host: host, pre: pre}
+	tun := &tunnel{authority: hostport, host: host, pre: pre, job: jobOf(r)}
 	if s.opts.HeaderTimeout > 0 {
 		_ = conn.SetReadDeadline(time.Now().Add(s.opts.HeaderTimeout))
 	}

@@ -83,7 +83,7 @@ func realMain(args []string) int {
 		logger.Warn("second signal: forcing shutdown; files keep whole records only", "signal", sig.String())
 		close(force)
 	}()
-	defer watchHangups(logger)()
+	defer watchHangups(logger, a.ReloadJobs)()
 	if err := a.Run(stop, force); err != nil {
 		return 1 // scripts must see that captures may be missing
 	}
@@ -101,11 +101,11 @@ func newLogger(cfg config.Config) *slog.Logger {
 	return slog.New(h)
 }
 
-// watchHangups keeps SIGHUP from ending the proxy, as it would by
-// default: daemons take it as "reload", and an operator (or systemd's
-// ExecReload, or a closed terminal) sending it must not stop a crawl.
-// Nothing is read again yet; the returned func stops the watch.
-func watchHangups(logger *slog.Logger) (stop func()) {
+// watchHangups makes SIGHUP reload the --jobs file (reload logs what it
+// did, and why it failed) instead of ending the proxy, as SIGHUP would by
+// default: an operator (or systemd's ExecReload, or a closed terminal)
+// sending it must not stop a crawl. The returned func stops the watch.
+func watchHangups(logger *slog.Logger, reload func() error) (stop func()) {
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -113,7 +113,8 @@ func watchHangups(logger *slog.Logger) (stop func()) {
 		for {
 			select {
 			case <-hups:
-				logger.Info("SIGHUP received: nothing to reload, going on")
+				logger.Debug("SIGHUP received: reloading")
+				_ = reload()
 			case <-done:
 				return
 			}

@@ -68,6 +68,7 @@ type App struct {
 	shipper   *upload.Shipper // --upload-to, or nil
 	notifier  upload.Notifier // --upload-webhook, or nil
 	recovered map[string]bool // the files recovery closed at start
+	jobs      jobTable        // --jobs
 }
 
 // Option changes how New assembles the proxy; for tests.
@@ -106,6 +107,9 @@ func New(cfg config.Config, version string, logger *slog.Logger, opts ...Option)
 		}
 	}()
 	if err := a.listen(); err != nil {
+		return nil, err
+	}
+	if err := a.openJobs(); err != nil {
 		return nil, err
 	}
 	if err := a.makeDirs(); err != nil {
@@ -254,6 +258,12 @@ func (a *App) newPipeline() error {
 	if a.proxy, err = proxy.New(proxyOptions(a), a.logger.With("component", "proxy")); err != nil {
 		return err
 	}
+	if err := a.registerJobs(a.registry); err != nil {
+		return err
+	}
+	for _, ln := range a.jobs.ports {
+		a.proxy.ServePort(ln)
+	}
 	if len(a.authPairs) == 0 && !isLoopback(a.cfg.Address) {
 		a.logger.Warn("LISTENING ON A NON-LOOPBACK ADDRESS WITHOUT --proxy-auth: anyone who can reach this port can use the proxy, "+
 			"fetch from your network through it and read /status; set --proxy-auth or --proxy-auth-file, or bind 127.0.0.1",
@@ -279,6 +289,7 @@ func (a *App) undo() {
 	if a.mln != nil {
 		a.mln.Close()
 	}
+	closeAll(a.jobs.ports)
 }
 
 // isLoopback reports whether the listen address is loopback only.

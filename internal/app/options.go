@@ -117,6 +117,7 @@ func proxyOptions(a *App) proxy.Options {
 			AllowRenegotiation: cfg.UnsafeLegacyRenegotiation,
 		},
 		ProxyAuth:      a.authPairs,
+		Jobs:           a.jobs.table,
 		MetricsAddress: metricsAddress(a),
 		Status:         a.statusHandler(),
 		Metrics:        a.metricsHandler(),

@@ -81,6 +81,7 @@ type Config struct {
 	// Security.
 	ProxyAuth          string // --proxy-auth user:password
 	ProxyAuthFile      string // --proxy-auth-file; one user:password per line
+	Jobs               string // --jobs FILE: crawl jobs chosen by proxy credentials or port
 	DenyPrivateTargets bool   // --deny-private-targets
 
 	ShutdownTimeout time.Duration // --shutdown-timeout

@@ -26,6 +26,8 @@ func (c Config) CheckFiles() error {
 	var p problems
 	if _, err := c.ProxyAuthPairs(); err != nil {
 		p.bad("proxy-auth-file", "%v", err)
+	} else if _, err := c.LoadJobs(); err != nil {
+		p.bad("jobs", "%v", err)
 	}
 	if err := mitm.CheckCAFile(c.CACert); err != nil {
 		p.bad("cacert", "%v", err)

@@ -106,6 +106,8 @@ func groups(c *Config, sh *shorthands) []group {
 				help: "Require clients to send Proxy-Authorization: Basic with this user and password (407 otherwise), for proxying and for /status and /metrics on the proxy port."},
 			{name: "proxy-auth-file", metavar: "file", inFile: true, value: stringValue{&c.ProxyAuthFile},
 				help: "Like --proxy-auth, with the accepted user:password pairs read from this file, one per line (blank lines and lines starting with # are skipped). Both may be given."},
+			{name: "jobs", metavar: "file", inFile: true, value: stringValue{&c.Jobs},
+				help: "YAML file of crawl jobs: a request belongs to a job by its proxy credentials (user name = job name) or by the job's own port, and the job's Warcprox-Meta applies to it (a request's own header replaces it field by field). Reloaded on SIGHUP. See docs/configuration.md."},
 			{name: "deny-private-targets", inFile: true, value: boolValue{&c.DenyPrivateTargets},
 				help: "Refuse (403) to fetch from loopback, private, link-local and CGNAT addresses, checked on the address actually dialed, so DNS names that resolve or rebind there are refused too. With a SOCKS or parent route, the target is checked before dialing (a name that does not resolve locally passes to the route). Off by default."},
 		}},
