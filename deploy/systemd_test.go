@@ -70,6 +70,7 @@ func TestSystemdUnit(t *testing.T) {
 		"KillSignal": "SIGTERM", "Restart": "on-failure", "NoNewPrivileges": "yes",
 		"ProtectSystem": "strict", "PrivateTmp": "yes", "ProtectHome": "yes",
 		"CapabilityBoundingSet": "", "SystemCallFilter": "@system-service",
+		"ExecReload": "/bin/kill -HUP $MAINPID", // SIGHUP reloads --jobs
 	} {
 		require.Contains(t, u[k], want, "%s=%s", k, want)
 	}
