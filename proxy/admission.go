@@ -26,15 +26,20 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*jobs.Job, b
 	if cj.table == nil && len(s.opts.ProxyAuth) == 0 {
 		return nil, true
 	}
-	proxyRequest := r.Method == http.MethodConnect || r.URL.IsAbs()
+	proxyRequest := r.Method == http.MethodConnect || r.URL.IsAbs() ||
+		r.Method == methodWriteRecord || r.Method == methodPutMeta
 	job, err := s.whose(cj, proxyCredentials(r), proxyRequest)
 	if err == nil {
 		return job, true
 	}
 	s.authFailures.Add(1)
-	if s.authLog.Allow() {
+	// No credentials is how a browser's first request through the proxy
+	// arrives (it answers the challenge): not worth a line at info.
+	if err != errNoCredentials && s.authLog.Allow() {
 		s.logger.Info("proxy authentication refused (407)", "reason", err.Error(),
 			"remote", r.RemoteAddr, "failures_total", s.authFailures.Load())
+	} else if err == errNoCredentials {
+		s.logger.Debug("proxy authentication asked for (407)", "remote", r.RemoteAddr)
 	}
 	w.Header().Set("Proxy-Authenticate", `Basic realm="warcproxy"`)
 	textError(w, http.StatusProxyAuthRequired, "warcproxy: proxy authentication required (Proxy-Authorization: Basic): "+err.Error())
