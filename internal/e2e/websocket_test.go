@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/warcproxy/warcproxy/internal/config"
 	"github.com/warcproxy/warcproxy/internal/testutil/proxytest"
@@ -432,4 +435,42 @@ func writeTestCert(t *testing.T) (certPath, keyPath string) {
 		t.Fatal(err)
 	}
 	return certPath, keyPath
+}
+
+// TestHTTP2TunnelsOfferNoExtendedConnect: the proxy's HTTP/2 server in
+// CONNECT tunnels does not advertise SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC
+// 8441; Go ships it off), so a browser speaking HTTP/2 to the proxy opens
+// its WebSockets on a tunnel of their own with an HTTP/1.1 upgrade (ALPN
+// http/1.1), which TestWebSocketMessagesRecorded's wss cases take.
+func TestHTTP2TunnelsOfferNoExtendedConnect(t *testing.T) {
+	origin := newHoldOrigin(t)
+	p := proxytest.Start(t, nil)
+	tun, err := dialConnect(t.Context(), p.URL.Host, strings.TrimPrefix(origin.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tun.Close()
+	tc := tls.Client(tun, &tls.Config{RootCAs: p.CAPool, ServerName: "127.0.0.1", NextProtos: []string{"h2", "http/1.1"}})
+	if err := tc.Handshake(); err != nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+		t.Fatalf("handshake: %v, ALPN %q, want h2", err, tc.ConnectionState().NegotiatedProtocol)
+	}
+	if _, err := tc.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(tc, tc)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("first frame %T, want SETTINGS", f)
+	}
+	if v, ok := sf.Value(http2.SettingEnableConnectProtocol); ok && v != 0 {
+		t.Errorf("SETTINGS_ENABLE_CONNECT_PROTOCOL = %d: browsers would send WebSockets as extended CONNECT streams, which the proxy does not relay", v)
+	}
 }
