@@ -53,6 +53,7 @@ type Exchange struct {
 	BrokenFraming bool
 
 	archive       bool
+	responseID    string   // WARC-Record-ID of its response (or revisit) record, once queued
 	statsBuckets  []string // nil without a stats tracker
 	mimeType      string
 	payloadDigest string

@@ -119,11 +119,13 @@ func (s *Stage) enqueue(p *pending) bool {
 	p.capture = c
 	p.tally = s.tally(ex.statsBuckets, outcome, ex.ResEnd-ex.ResStart)
 	c.Done = p.written
+	ex.responseID = c.Records[0].ID // read before the writer has the capture
 	// Wait for room however long it takes (back-pressure), even during a
 	// forced shutdown: what was read is still written, marked truncated.
 	// Only a pool that is closed refuses.
 	if err := s.opts.Queue.Enqueue(context.Background(), c); err != nil {
 		p.tally.Cancel()
+		ex.responseID = ""
 		s.count(failed)
 		s.logger.Error("capture not archived: writer queue refused it", "url", ex.TargetURI, "err", err)
 		return false

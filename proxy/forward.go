@@ -44,9 +44,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *target) (spl
 	}
 	if f.resp.StatusCode == http.StatusSwitchingProtocols {
 		f.stop()
+		opened := time.Now()
 		s.finish(&f, ex)
 		c, resp := f.c, f.resp // not f: the closure would move it to the heap for every exchange
-		return func() { s.splice(w, c, resp) }
+		return func() { s.splice(w, c, resp, ex, opened) }
 	}
 	if ex.SpoolErr() != nil {
 		s.spoolFailed(w, &f, ex)

@@ -25,10 +25,12 @@ import (
 
 	"github.com/warcproxy/warcproxy/capture"
 	"github.com/warcproxy/warcproxy/internal/lograte"
+	"github.com/warcproxy/warcproxy/internal/spool"
 	"github.com/warcproxy/warcproxy/jobs"
 	"github.com/warcproxy/warcproxy/mitm"
 	"github.com/warcproxy/warcproxy/warcproxmeta"
 	"github.com/warcproxy/warcproxy/wire"
+	"github.com/warcproxy/warcproxy/wsrec"
 )
 
 // Sink is the capture stage as the front end uses it (capture.Stage).
@@ -52,6 +54,9 @@ type Sink interface {
 	FetchFailed(ex *capture.Exchange, kind string, err error)
 	// WriteRecord writes a record a client sent (WARCPROX_WRITE_RECORD).
 	WriteRecord(r *capture.Record, body io.Reader) error
+	// OpenWebSocket is where the messages of the socket a submitted 101
+	// handshake opened go; nil when the handshake was not archived.
+	OpenWebSocket(ex *capture.Exchange) *capture.WebSocket
 }
 
 var _ Sink = (*capture.Stage)(nil)
@@ -83,6 +88,10 @@ type Options struct {
 	// been full this long.
 	QueueFullTimeout time.Duration
 	MaxResourceSize  int64
+	// WebSocket: whether and how the messages of WebSockets are recorded;
+	// Spooler holds their messages while they are joined.
+	WebSocket WebSocketOptions
+	Spooler   *spool.Spooler
 	// FetchTimeout bounds a whole fetch, from the request to the last byte
 	// of the response; past it the record is cut (WARC-Truncated: time).
 	FetchTimeout time.Duration
@@ -129,6 +138,8 @@ type Server struct {
 
 	splicesMu sync.Mutex
 	splices   map[net.Conn]struct{}
+	recording sync.WaitGroup // splices whose messages are recorded: shutdown waits for their last record
+	wsMetrics *wsrec.Metrics // nil without Options.Registerer
 	closing   atomic.Bool
 	fresh     freshConns          // connections not yet heard from, closed at Shutdown
 	meta      warcproxmeta.Parser // Warcprox-Meta, with the block rules' regexes compiled once
@@ -174,6 +185,9 @@ func New(opts Options, logger *slog.Logger) (*Server, error) {
 		var err error
 		if s.metrics, err = newMetrics(s, opts.Registerer); err != nil {
 			return nil, fmt.Errorf("proxy: registering metrics: %w", err)
+		}
+		if s.wsMetrics, err = wsrec.NewMetrics(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("proxy: registering websocket metrics: %w", err)
 		}
 	}
 	s.tlsCfg = s.clientTLSConfig()
@@ -277,7 +291,10 @@ func (s *Server) Shutdown(ctx, hard context.Context) error {
 		err = cutError(cut, uploads, context.Cause(ctx))
 	}
 	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
+	// Splices end once closeSplices closed their connections; the last
+	// record of each recorded socket (marked disconnect) is queued before
+	// the writer closes.
+	go func() { s.inflight.Wait(); s.recording.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-hard.Done():

@@ -83,6 +83,8 @@ func (f *fakeSink) FetchFailed(_ *capture.Exchange, kind string, _ error) {
 
 func (f *fakeSink) WriteRecord(*capture.Record, io.Reader) error { return nil }
 
+func (f *fakeSink) OpenWebSocket(*capture.Exchange) *capture.WebSocket { return nil }
+
 type idleBacklog struct{}
 
 func (idleBacklog) FullFor() time.Duration { return 0 }

@@ -108,6 +108,10 @@ func proxyOptions(a *App) proxy.Options {
 		QueueFullTimeout: cfg.QueueFullTimeout,
 		MaxResourceSize:  cfg.MaxResourceSize,
 		FetchTimeout:     cfg.FetchTimeout,
+		WebSocket: proxy.WebSocketOptions{
+			Messages: cfg.WebSocketMessages, RecordSize: cfg.WebSocketRecordSize, RecordTime: cfg.WebSocketRecordTime,
+		},
+		Spooler: a.spooler,
 		Upstream: wire.Options{
 			SocketTimeout:      cfg.SocketTimeout,
 			VerifyTLS:          cfg.VerifyUpstreamTLS,

@@ -71,6 +71,12 @@ type Config struct {
 	SpoolMemory      int64  // --spool-memory
 	MaxResourceSize  int64  // --max-resource-size; 0 unlimited
 
+	// WebSocket messages: recorded as resource records beside the
+	// handshake, cut into records by size and time.
+	WebSocketMessages   bool          // --websocket-messages
+	WebSocketRecordSize int64         // --websocket-record-size
+	WebSocketRecordTime time.Duration // --websocket-record-time
+
 	SocketTimeout     time.Duration // --socket-timeout
 	FetchTimeout      time.Duration // --fetch-timeout; 0 none
 	MethodFilter      []string      // --method-filter, in capitals; empty archives every method
@@ -164,6 +170,10 @@ func Default() Config {
 
 		TmpFileMaxMemory: 512 << 10,
 		SpoolMemory:      32 << 20,
+
+		WebSocketMessages:   true,
+		WebSocketRecordSize: 100_000_000,
+		WebSocketRecordTime: 10 * time.Minute,
 
 		SocketTimeout:   60 * time.Second,
 		FetchTimeout:    20 * time.Minute,
@@ -366,6 +376,10 @@ func (c Config) validateLimits(p *problems) {
 	p.notNegative("tmp-file-max-memory", c.TmpFileMaxMemory)
 	p.notNegative("spool-memory", c.SpoolMemory)
 	p.notNegative("max-resource-size", c.MaxResourceSize)
+	if c.WebSocketRecordSize < 4096 {
+		p.bad("websocket-record-size", "must be at least 4KB (a record holds at least one message), got %d", c.WebSocketRecordSize)
+	}
+	p.positive("websocket-record-time", c.WebSocketRecordTime)
 	p.positive("socket-timeout", c.SocketTimeout)
 	if c.FetchTimeout < 0 {
 		p.bad("fetch-timeout", "must not be negative (0 turns it off), got %s", c.FetchTimeout)

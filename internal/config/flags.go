@@ -90,6 +90,12 @@ func groups(c *Config, sh *shorthands) []group {
 				help: "Archive only requests with this HTTP method (any case: get means GET); repeat the flag for more methods. Other requests are still proxied. By default every method is archived."},
 			{name: "max-resource-size", metavar: "size", inFile: true, value: sizeValue{&c.MaxResourceSize},
 				help: "Longest response recorded; past it the record is cut short and marked WARC-Truncated: length. 0 means no limit."},
+			{name: "websocket-messages", inFile: true, value: boolValue{&c.WebSocketMessages},
+				help: "Record the messages of WebSockets (plain and in TLS tunnels) as JSON lines in resource records beside the handshake's request and response, WARC-Resource-Type: websocket. --websocket-messages=false records the handshake only."},
+			{name: "websocket-record-size", metavar: "size", inFile: true, value: sizeValue{&c.WebSocketRecordSize},
+				help: "Cut a WebSocket's message record at this size: it is written, marked WARC-Truncated: length, and the next one starts. A single message longer than this ends the socket's recording."},
+			{name: "websocket-record-time", metavar: "duration", inFile: true, value: durationValue{&c.WebSocketRecordTime},
+				help: "Cut a WebSocket's message record once it has been open this long: it is written, marked WARC-Truncated: time, and the next one starts, so a socket open for hours reaches the WARC as it goes."},
 		}},
 		{"TLS", []*option{
 			{name: "cacert", aliases: []string{"c"}, metavar: "file", inFile: true, value: stringValue{&c.CACert},

@@ -64,7 +64,7 @@ func TestImportRules(t *testing.T) {
 	// Backends, the writer and the other leaves: not the front end, not
 	// the capture stage, not the wiring.
 	for _, leaf := range []string{"writer", "dedup", "stats", "crawllog", "cdxj", "warcproxmeta", "mitm", "jobs",
-		"internal/store", "internal/spool", "internal/warcscan"} {
+		"internal/store", "internal/spool", "internal/warcscan", "wsrec"} {
 		never(leaf, "proxy", "capture", "wire", "internal/app")
 	}
 	// The wire client records bytes; what becomes of them is not its
