@@ -84,6 +84,13 @@ func (s *served) add(path string) {
 	s.paths = append(s.paths, path)
 }
 
+// snapshot returns the request URIs served so far, in order.
+func (s *served) snapshot() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.paths)
+}
+
 // counts returns how many times each request URI was served.
 func (s *served) counts() map[string]int {
 	s.mu.Lock()
