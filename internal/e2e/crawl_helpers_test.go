@@ -68,11 +68,13 @@ type crawlReport struct {
 	Chromium  string `json:"chromium"`
 	Puppeteer string `json:"puppeteer"`
 	Visits    []struct {
-		URL       string `json:"url"`
-		Status    int    `json:"status"`
-		Error     string `json:"error"`
-		Result    string `json:"result"`
-		ElapsedMs int64  `json:"elapsedMs"`
+		URL    string `json:"url"`
+		Status int    `json:"status"`
+		Error  string `json:"error"`
+		Result string `json:"result"`
+		// PageLog is the page's window.testLog, as JSON.
+		PageLog   json.RawMessage `json:"pageLog"`
+		ElapsedMs int64           `json:"elapsedMs"`
 	} `json:"visits"`
 }
 

@@ -27,7 +27,8 @@
 //   {"chromium": VERSION, "puppeteer": VERSION,
 //    "visits": [{"url", "status": the page's HTTP status or 0,
 //                "error": why the navigation or the wait failed, or "",
-//                "result": #result's text, "elapsedMs"}]}
+//                "result": #result's text, "pageLog": the page's
+//                window.testLog (null without one), "elapsedMs"}]}
 // and exits 0 when it could report (the caller judges what it says), 1 on
 // a failure to drive the browser, 2 on bad usage.
 
@@ -93,7 +94,7 @@ const resultText = (page) =>
 // waits for the page to report.
 async function visit(browser, v, timeout) {
   const started = Date.now();
-  const out = { url: v.url, status: 0, error: "", result: "", elapsedMs: 0 };
+  const out = { url: v.url, status: 0, error: "", result: "", pageLog: null, elapsedMs: 0 };
   const context = await browser.createBrowserContext();
   try {
     const page = await context.newPage();
@@ -114,6 +115,7 @@ async function visit(browser, v, timeout) {
       out.error = e.message;
     }
     out.result = await resultText(page).catch(() => "");
+    out.pageLog = await page.evaluate(() => window.testLog ?? null).catch(() => null);
   } finally {
     await context.close();
   }
