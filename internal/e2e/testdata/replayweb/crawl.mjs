@@ -15,7 +15,8 @@
 //               credentials when a username is given, and the visit waits
 //               until the element #result holds text starting with
 //               waitFor (or "failed:", what the test pages write when
-//               something broke)
+//               something broke); a page answered with a status other
+//               than 2xx is reported at once
 //   --flags     a JSON array of further Chromium flags (the test's quiet
 //               flags and its --proxy-bypass-list)
 //   --timeout   for each visit, in milliseconds
@@ -102,6 +103,9 @@ async function visit(browser, v, timeout) {
     try {
       const resp = await page.goto(v.url, { waitUntil: "load", timeout });
       out.status = resp ? resp.status() : 0;
+      // A page the browser did not get (a 407 it gave up on, shown as
+      // the page) has no script to wait for.
+      if (!resp || !resp.ok()) throw new Error(`the page's status is ${out.status}`);
       await page.waitForFunction(
         (want) => {
           const el = document.getElementById("result");
