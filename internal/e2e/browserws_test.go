@@ -222,8 +222,8 @@ func TestBrowserWebSocket(t *testing.T) {
 				}
 			}()
 			checkEndsAgree(t, o, page, server)
-			checkHandshakeRecords(t, o, recs)
-			checkMessageRecord(t, o, recs, page, server)
+			handshake := checkHandshakeRecords(t, o, recs)
+			checkMessageRecord(t, o, recs, handshake, page, server)
 		})
 	}
 }
@@ -259,8 +259,8 @@ func checkEndsAgree(t *testing.T, o *wsOrigin, page, server []wsMessage) {
 }
 
 // checkHandshakeRecords checks that the upgrade's request and its 101
-// response are recorded, linked, whole.
-func checkHandshakeRecords(t *testing.T, o *wsOrigin, recs []warccheck.Record) {
+// response are recorded, linked, whole, and returns the response's ID.
+func checkHandshakeRecords(t *testing.T, o *wsOrigin, recs []warccheck.Record) string {
 	t.Helper()
 	var resp, req *warccheck.Record
 	for i, r := range recs {
@@ -287,11 +287,28 @@ func checkHandshakeRecords(t *testing.T, o *wsOrigin, recs []warccheck.Record) {
 	if !bytes.Contains(bytes.ToLower(req.Block), []byte("upgrade: websocket")) {
 		t.Errorf("the handshake's request record has no Upgrade: websocket:\n%s", req.Block)
 	}
+	return resp.ID
+}
+
+// messageLine is one line of the WARC's message record (docs/architecture.md,
+// "WebSocket messages"): browsertrix-crawler's layout, after Chrome
+// DevTools' WebSocketFrame.
+type messageLine struct {
+	TS          *float64 `json:"ts"`
+	Type        string   `json:"type"`
+	Opcode      int      `json:"opcode"`
+	Mask        *bool    `json:"mask"`
+	PayloadData *string  `json:"payloadData"`
+	CloseCode   int      `json:"closeCode"`
+	CloseReason string   `json:"closeReason"`
 }
 
 // checkMessageRecord checks the socket's resource record of messages
-// against both ends' logs.
-func checkMessageRecord(t *testing.T, o *wsOrigin, recs []warccheck.Record, page, server []wsMessage) {
+// against both ends' logs: the page's messages are the "send" lines (a
+// masked frame each, as a browser sends them), the server's the "recv"
+// ones, fragments joined and permessage-deflate undone; the server's
+// ping, the browser's pong and both close frames are lines of their own.
+func checkMessageRecord(t *testing.T, o *wsOrigin, recs []warccheck.Record, handshakeID string, page, server []wsMessage) {
 	t.Helper()
 	var res []warccheck.Record
 	for _, r := range recs {
@@ -301,5 +318,79 @@ func checkMessageRecord(t *testing.T, o *wsOrigin, recs []warccheck.Record, page
 	}
 	if len(res) != 1 {
 		t.Fatalf("%d resource records of %s, want one", len(res), o.socketURL())
+	}
+	r := res[0]
+	for name, want := range map[string]string{
+		"WARC-Resource-Type": "websocket",
+		"WARC-Concurrent-To": handshakeID,
+		"WARC-Truncated":     "",
+	} {
+		if got := r.Header[name]; got != want {
+			t.Errorf("message record's %s is %q, want %q", name, got, want)
+		}
+	}
+	if ct := r.Header["Content-Type"]; !strings.HasPrefix(ct, "application/jsonl") {
+		t.Errorf("message record's Content-Type is %q, want application/jsonl", ct)
+	}
+	var lines []messageLine
+	last := 0.0
+	for i, l := range bytes.Split(bytes.TrimSuffix(r.Block, []byte("\n")), []byte("\n")) {
+		var m messageLine
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("message record line %d %q: %v", i+1, l, err)
+		}
+		if m.TS == nil || m.Mask == nil || m.PayloadData == nil || (m.Type != "send" && m.Type != "recv") {
+			t.Errorf("message record line %d %q lacks ts, type, mask or payloadData", i+1, l)
+			continue
+		}
+		if *m.TS < last {
+			t.Errorf("message record line %d: ts %v after %v", i+1, *m.TS, last)
+		}
+		last = *m.TS
+		if *m.Mask != (m.Type == "send") {
+			t.Errorf("message record line %d %q: mask %v, but a browser masks what it sends and a server does not", i+1, l, *m.Mask)
+		}
+		lines = append(lines, m)
+	}
+	asLog := func(typ string) []wsMessage {
+		var out []wsMessage
+		for _, m := range lines {
+			if m.Type == typ {
+				out = append(out, wsMessage{Dir: "send", Opcode: m.Opcode, Data: *m.PayloadData, Code: m.CloseCode, Reason: m.CloseReason})
+			}
+		}
+		return out
+	}
+	sent, received := asLog("send"), asLog("recv")
+	if got, want := dataMessages(sent, "send"), dataMessages(page, "send"); !slices.Equal(got, want) {
+		t.Errorf("the record's send lines hold %q, the page sent %q", got, want)
+	}
+	if got, want := dataMessages(received, "send"), dataMessages(server, "send"); !slices.Equal(got, want) {
+		t.Errorf("the record's recv lines hold %q, the server sent %q", got, want)
+	}
+	ping := "YXJlIHlvdSB0aGVyZQ==" // "are you there", as the server logged it
+	for _, want := range []struct {
+		lines  []wsMessage
+		opcode int
+		what   string
+	}{{received, 9, "the server's ping"}, {sent, 10, "the browser's pong"}} {
+		if !slices.ContainsFunc(want.lines, func(m wsMessage) bool { return m.Opcode == want.opcode && m.Data == ping }) {
+			t.Errorf("no line of opcode %d with payload %s: %s is not recorded", want.opcode, ping, want.what)
+		}
+	}
+	for _, want := range []struct {
+		lines []wsMessage
+		what  string
+	}{{sent, "the page's close"}, {received, "the server's answering close"}} {
+		if !slices.ContainsFunc(want.lines, func(m wsMessage) bool {
+			return m.Opcode == 8 && m.Code == 4001 && m.Reason == "page done"
+		}) {
+			t.Errorf("no opcode 8 line with closeCode 4001 and closeReason %q: %s is not recorded", "page done", want.what)
+		}
+	}
+	// 2 messages from the page, 5 from the server, a ping, a pong, two
+	// closes: nothing else crossed the socket.
+	if len(lines) != 11 {
+		t.Errorf("the message record has %d lines, want 11:\n%s", len(lines), r.Block)
 	}
 }
