@@ -225,10 +225,9 @@ func (s *swSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// page, worker and fetched are the URLs of a section's page, its service
-// worker and the document the worker fetches.
+// page and fetched are the URLs of a section's page and of the document
+// its service worker fetches.
 func (s *swSite) page(sec string) string    { return s.srv.URL + "/" + sec + "/" }
-func (s *swSite) worker(sec string) string  { return s.srv.URL + "/" + sec + "/sw.js" }
 func (s *swSite) fetched(sec string) string { return s.srv.URL + "/" + sec + "/from-sw.json" }
 
 // visit is the crawl of a section: done when the page shows the token the
