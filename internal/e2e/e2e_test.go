@@ -9,7 +9,10 @@
 // page with its subresources and an XHR, wget crawling a small site and
 // curl, then check the WARCs with warcio.js's CDX indexer too, as a replay
 // tool would read them; one replays what Chromium recorded in ReplayWeb.page
-// itself (replay_test.go). Each needs its outside program (chromium and
+// itself (replay_test.go). Chromium driven by puppeteer-core (crawl.mjs)
+// crawls as jobs chosen by its proxy credentials or port, a service
+// worker's fetch included (browserjobs_test.go), and exchanges WebSocket
+// messages with a ws origin (browserws_test.go). Each needs its outside program (chromium and
 // certutil, wget, curl, node, the npm packages under testdata/replayweb); a
 // missing one skips the test, except under CI=true, where it fails: .ci/run
 // installs them. So do the tests that
