@@ -65,6 +65,9 @@ func needReplayWeb(t *testing.T) *replayWeb {
 type replayRun struct {
 	archive, url, target, waitFor string
 	name                          string // of the screenshot, when one is asked for
+	// lookup, when set, is a URL whose captures ReplayWeb.page's index is
+	// asked for (replayReport.Lookup).
+	lookup string
 }
 
 // replayReport mirrors replay.mjs's output.
@@ -78,21 +81,33 @@ type replayReport struct {
 		URL  string `json:"url"`
 		HTML string `json:"html"`
 	} `json:"frames"`
-	Title   string `json:"title"`
-	Text    string `json:"text"`
-	H1Color string `json:"h1Color"`
-	Images  []struct {
-		Src          string `json:"src"`
-		Complete     bool   `json:"complete"`
-		NaturalWidth int    `json:"naturalWidth"`
-	} `json:"images"`
-	OffHost   []string `json:"offHost"`
-	Console   []string `json:"console"`
-	ElapsedMs int64    `json:"elapsedMs"`
+	Title     string        `json:"title"`
+	Text      string        `json:"text"`
+	H1Color   string        `json:"h1Color"`
+	Images    []replayImage `json:"images"`
+	OffHost   []string      `json:"offHost"`
+	Console   []string      `json:"console"`
+	ElapsedMs int64         `json:"elapsedMs"`
+	// Lookup is what ReplayWeb.page's index holds at replayRun.lookup.
+	Lookup *struct {
+		URLs []struct {
+			URL    string `json:"url"`
+			Mime   string `json:"mime"`
+			Status int    `json:"status"`
+		} `json:"urls"`
+		Error string `json:"error"`
+	} `json:"lookup"`
 
 	// Served is what the static server answered, in order: "GET /x 200",
 	// "GET /y 206 bytes=0-99".
 	Served []string `json:"-"`
+}
+
+// replayImage is an image of the replayed page, as replay.mjs saw it.
+type replayImage struct {
+	Src          string `json:"src"`
+	Complete     bool   `json:"complete"`
+	NaturalWidth int    `json:"naturalWidth"`
 }
 
 // screenshotDirEnv names a directory where each replay also leaves a
@@ -112,6 +127,9 @@ func (r *replayWeb) replay(t *testing.T, chromium string, run replayRun) replayR
 		"--target", run.target,
 		"--wait-for", run.waitFor,
 		"--timeout", "30000",
+	}
+	if run.lookup != "" {
+		args = append(args, "--lookup", run.lookup)
 	}
 	if dir := os.Getenv(screenshotDirEnv); dir != "" {
 		args = append(args, "--screenshot", filepath.Join(dir, "replay-"+run.name+".png"))

@@ -4,6 +4,7 @@
 //
 // Usage: node replay.mjs --chromium PATH --embed URL --target URL
 //                        [--wait-for TEXT] [--screenshot FILE] [--timeout MS]
+//                        [--lookup URL]
 //
 //   --chromium    the browser binary (Debian's /usr/lib/chromium/chromium)
 //   --embed       the embedding page, served on loopback
@@ -13,6 +14,9 @@
 //                 report is taken (e.g. what a script writes into the DOM)
 //   --screenshot  also save a PNG of the whole embedding page there, with
 //                 the app's list of pages open beside the replay
+//   --lookup      also ask the app's service worker what its index holds at
+//                 this URL (its API's c/<collection>/urls), e.g. a record
+//                 the replayed page never asks for
 //
 // ReplayWeb.page nests its replay: the embedding page's <replay-web-page>
 // holds, in its shadow DOM, an iframe with the app, whose own shadow DOM
@@ -27,7 +31,9 @@
 //    "title", "text": body innerText, "h1Color": computed colour of the first
 //    h1, "images": [{"src", "complete", "naturalWidth"}],
 //    "offHost": [URLs the page or its frames asked for off 127.0.0.1],
-//    "console": [console errors], "elapsedMs"}
+//    "console": [console errors, each with the URL it names, if any],
+//    "lookup": {"urls": [{"url", "mime", "status", "ts", "date"}]} or
+//    {"error"} (with --lookup), "elapsedMs"}
 // and exits 0 when it could report (the caller judges what it says), 1 on a
 // failure to drive the browser, 2 on bad usage.
 
@@ -85,6 +91,7 @@ function options() {
         target: { type: "string" },
         "wait-for": { type: "string" },
         screenshot: { type: "string" },
+        lookup: { type: "string" },
         timeout: { type: "string", default: "30000" },
       },
     }));
@@ -157,6 +164,23 @@ async function describeFrame(frame) {
   return { url: frame.url(), html };
 }
 
+// lookup asks ReplayWeb.page's service worker which captures of url its
+// index of the replayed collection holds. The app's frame, under the
+// worker's scope and free of the replay's rewriting, asks; the collection
+// is the replayed frame's .../w/<collection>/....
+async function lookup(page, replayed, url) {
+  const m = replayed && replayed.url().match(/^(.*\/)w\/([^/]+)\//);
+  if (!m) return { error: "no replayed frame to take the collection from" };
+  const [, base, coll] = m;
+  const app = page.frames().find((f) => f.url().startsWith(base) && !f.url().startsWith(base + "w/"));
+  if (!app) return { error: `no app frame under ${base}` };
+  // mime= is needed: without it the worker splits a null and fails.
+  const api = `${base}w/api/c/${coll}/urls?count=100&mime=&url=${encodeURIComponent(url)}`;
+  return app
+    .evaluate(async (u) => (await fetch(u)).json(), api)
+    .catch((e) => ({ error: `${api}: ${e.message}` }));
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // waitForReplay polls until the replayed frame shows waitFor (or, without
@@ -205,7 +229,10 @@ async function main() {
       if (/^(https?|wss?):$/.test(u.protocol) && u.hostname !== "127.0.0.1") offHost.push(req.url());
     });
     page.on("console", (msg) => {
-      if (msg.type() === "error") consoleErrors.push(msg.text());
+      if (msg.type() !== "error") return;
+      // "Failed to load resource" names no URL: its location does.
+      const where = msg.location() && msg.location().url;
+      consoleErrors.push(where ? `${msg.text()} (${where})` : msg.text());
     });
     await page.goto(opts.embed, { waitUntil: "load", timeout: opts.timeout });
     await serviceWorkerActive(page, deadline);
@@ -229,6 +256,7 @@ async function main() {
       ...(last || { title: "", text: "", h1Color: "", images: [] }),
       offHost,
       console: consoleErrors,
+      ...(opts.lookup ? { lookup: await lookup(page, frame, opts.lookup) } : {}),
       elapsedMs: Date.now() - started,
     };
     process.stdout.write(JSON.stringify(report) + "\n");
