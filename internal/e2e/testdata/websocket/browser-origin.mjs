@@ -1,7 +1,8 @@
 // browser-origin.mjs: origins for a browser's WebSocket through the proxy.
 // Each serves a page at / whose script opens a WebSocket to /socket on the
 // same origin, and answers that socket with the ws package, logging every
-// message it sends and receives.
+// message it sends and receives. The page also shows what a replay can
+// show without the socket: a paragraph and an image, /img.png.
 //
 // Usage: node browser-origin.mjs --servers JSON --log FILE [--cert F --key F]
 //
@@ -45,12 +46,22 @@ if (!opts.servers || !opts.log) {
 const logFile = fs.openSync(opts.log, "a");
 const log = (entry) => fs.writeSync(logFile, JSON.stringify(entry) + "\n");
 
+// What the page shows whatever its socket does (TestReplayWebPageWebSocket
+// looks for it in the replay), and its image, 24 by 24 pixels.
+const staticText = "This page talks to its server over a WebSocket.";
+const image = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAABgAAAAYCAIAAABvFaqvAAAAH0lEQVR42mOQ64miCmIYNWjUoFGDRg0aNWjUoIE3CADBF0kf1hHhawAAAABJRU5ErkJggg==",
+  "base64",
+);
+
 // The page logs what it sends and receives in window.testLog, in the same
 // shape, and writes "ws:closed CODE" into #result when the socket closed.
 const page = `<!doctype html>
 <html><head><meta charset="utf-8"><title>websocket</title>
 <link rel="icon" href="data:,">
 </head><body>
+<p id="static">${staticText}</p>
+<img id="image" src="/img.png" alt="from the page's origin" width="24" height="24">
 <p id="result">waiting</p>
 <script>
 const log = [];
@@ -123,6 +134,10 @@ function exchange(name, ws) {
 }
 
 function serveHTTP(req, res) {
+  if (req.url === "/img.png") {
+    res.writeHead(200, { "Content-Type": "image/png", "Cache-Control": "no-store" }).end(image);
+    return;
+  }
   if (req.url !== "/") {
     res.writeHead(404, { "Content-Type": "text/plain" }).end("not found\n");
     return;
