@@ -290,3 +290,64 @@ func TestBrowserJobByPort(t *testing.T) {
 		t.Errorf("stats buckets count %v URLs, want bucketC 3 (page, worker, the worker's fetch), bucketA 0", got)
 	}
 }
+
+// TestBrowserJobWebSocket: a page crawled as jobA (page.authenticate)
+// opens a WebSocket, over ws:// and over wss://. Chromium carries each
+// socket in a tunnel of its own, whose CONNECT carries jobA's
+// credentials, so the handshake, and the message record that goes to its
+// prefix, land in jobA's files beside the page.
+func TestBrowserJobWebSocket(t *testing.T) {
+	node, script := needWebSocketOrigin(t)
+	origins := []*wsOrigin{{Name: "plain"}, {Name: "tls", TLS: true}}
+	startWSOrigins(t, node, script, origins)
+	const pass = "secret-a-5m1"
+	p := startJobsProxy(t, jobsFile(t, fmt.Sprintf(`allow-anonymous: false
+jobs:
+  - name: jobA
+    password: %s
+    warcprox-meta:
+      warc-prefix: jobA
+`, pass)))
+	c := needCrawler(t, p.App.CACertFile())
+
+	visits := make([]crawlVisit, len(origins))
+	for i, o := range origins {
+		visits[i] = crawlVisit{URL: o.pageURL(), WaitFor: "ws:closed 4001", Username: "jobA", Password: pass}
+	}
+	rep := c.crawl(t, p.URL.String(), visits...)
+	p.Settle()
+	p.Stop()
+	recs := warccheck.Dir(t, p.Dir)
+
+	for i, o := range origins {
+		t.Run(o.Name, func(t *testing.T) {
+			if v := rep.Visits[i]; v.Result != "ws:closed 4001" {
+				t.Fatalf("the page shows %q (error %q), want %q", v.Result, v.Error, "ws:closed 4001")
+			}
+			handshake := checkHandshakeRecords(t, o, recs)
+			host := fmt.Sprintf("127.0.0.1:%d/", o.port)
+			kinds := make(map[string]int)
+			for _, r := range recs {
+				if !strings.Contains(r.TargetURI, host) {
+					continue
+				}
+				if !strings.HasPrefix(r.File, "jobA-") {
+					t.Errorf("%s record of %s is in %s, want a file of jobA's prefix", r.Type, r.TargetURI, r.File)
+				}
+				switch {
+				case r.Type == "resource" && r.TargetURI == o.socketURL():
+					kinds["messages"]++
+					if got := r.Header["WARC-Concurrent-To"]; got != handshake {
+						t.Errorf("the message record names %q, the handshake's response is %s", got, handshake)
+					}
+				// Both origins serve the same page: the second is a revisit.
+				case (r.Type == "response" || r.Type == "revisit") && r.TargetURI == o.pageURL():
+					kinds["page"]++
+				}
+			}
+			if kinds["messages"] != 1 || kinds["page"] != 1 {
+				t.Errorf("%d message records of %s and %d captures of its page, want one each", kinds["messages"], o.socketURL(), kinds["page"])
+			}
+		})
+	}
+}

@@ -11,8 +11,9 @@
 // tool would read them; one replays what Chromium recorded in ReplayWeb.page
 // itself (replay_test.go). Chromium driven by puppeteer-core (crawl.mjs)
 // crawls as jobs chosen by its proxy credentials or port, a service
-// worker's fetch included (browserjobs_test.go), and exchanges WebSocket
-// messages with a ws origin (browserws_test.go). Each needs its outside program (chromium and
+// worker's fetch and a page's WebSocket included (browserjobs_test.go), and
+// exchanges WebSocket messages with a ws origin (browserws_test.go), which
+// ReplayWeb.page then replays around (replayws_test.go). Each needs its outside program (chromium and
 // certutil, wget, curl, node, the npm packages under testdata/replayweb); a
 // missing one skips the test, except under CI=true, where it fails: .ci/run
 // installs them. So do the tests that
