@@ -66,19 +66,8 @@ type wsMessage struct {
 // under CI=true).
 func needWebSocketOrigin(t *testing.T) (node, script string) {
 	t.Helper()
-	node = needTool(t, "nodejs", "node")
-	dir, err := filepath.Abs(websocketDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ws", "package.json")); err != nil {
-		msg := fmt.Sprintf("the ws package is not installed (%v): run `npm ci --prefix internal/e2e/%s`", err, websocketDir)
-		if inCI() {
-			t.Fatalf("%s (.ci/run does)", msg)
-		}
-		t.Skip(msg)
-	}
-	return node, filepath.Join(dir, "browser-origin.mjs")
+	peers := needWS(t)
+	return peers.node, filepath.Join(peers.dir, "browser-origin.mjs")
 }
 
 // startWSOrigins runs browser-origin.mjs until the test ends, sets each
