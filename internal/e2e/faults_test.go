@@ -151,7 +151,11 @@ func TestSlowloris(t *testing.T) {
 	defer origin.Close()
 	p := proxytest.Start(t, func(c *config.Config) {
 		c.MaxConns = 1100
-		c.HeaderTimeout = 2 * time.Second
+		// Long enough for all 1,000 to be dialed and held at once on a
+		// loaded machine under -race (with 2 s the first were cut before
+		// the last arrived), far shorter than a head trickled at 10
+		// bytes a second takes.
+		c.HeaderTimeout = 8 * time.Second
 		// /status on a listener of its own: reading it is not counted.
 		c.MetricsAddress = "127.0.0.1:0"
 	})
