@@ -71,4 +71,3 @@ func (t *Table) Jobs() []*Job {
 	}
 	return t.jobs
 }
-
