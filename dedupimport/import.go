@@ -51,6 +51,8 @@ const (
 
 // Summary counts what an import did.
 type Summary struct {
+	// Files is how many files were read (the last one perhaps not to
+	// its end).
 	Files int
 	// Read is every response and revisit record (and CDXJ line) read.
 	Read int64
@@ -78,7 +80,6 @@ type importer struct {
 	batch []dedup.Item
 
 	start, lastShown time.Time
-	file             string
 	files            int
 }
 
@@ -87,17 +88,18 @@ type importer struct {
 // them.
 func Import(ctx context.Context, s dedup.Store, ins []Input, opts Options) (Summary, error) {
 	im := &importer{ctx: ctx, store: s, opts: opts, sum: Summary{Skipped: map[string]int64{}}, start: time.Now(), files: len(ins)}
+	defer im.done()
 	for _, in := range ins {
-		im.file = in.Path
+		im.sum.Files++
 		if err := im.importFile(in); err != nil {
-			im.done()
+			// What was read before the error is whole: keep it.
+			if ferr := im.flush(); ferr != nil {
+				return im.sum, ferr
+			}
 			return im.sum, fmt.Errorf("%s: %w", in.Path, err)
 		}
-		im.sum.Files++
 	}
-	err := im.flush()
-	im.done()
-	return im.sum, err
+	return im.sum, im.flush()
 }
 
 func (im *importer) importFile(in Input) error {
@@ -162,7 +164,7 @@ func (im *importer) show() {
 	im.lastShown = time.Now()
 	rate := float64(im.sum.Read) / time.Since(im.start).Seconds()
 	fmt.Fprintf(im.opts.Progress, "\rfile %d of %d, %d records read, %d added, %.0f records/s\x1b[K",
-		im.sum.Files+1, im.files, im.sum.Read, im.sum.Added, rate)
+		im.sum.Files, im.files, im.sum.Read, im.sum.Added, rate)
 }
 
 // done ends the progress line.

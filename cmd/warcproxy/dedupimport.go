@@ -133,8 +133,8 @@ func openImportStore(ctx context.Context, spec store.Spec, stderr io.Writer) (de
 }
 
 func printImportSummary(w io.Writer, sum dedupimport.Summary, spec store.Spec, bucket string) {
-	fmt.Fprintf(w, "imported %s into %s, bucket %q: %s read, %d added, %d already there",
-		count(sum.Files, "file"), spec.Raw, bucket, count(sum.Read, "record"), sum.Added, sum.Present)
+	fmt.Fprintf(w, "dedup import into %s, bucket %q: %s, %s read, %d added, %d already there",
+		spec.Raw, bucket, count(sum.Files, "file"), count(sum.Read, "record"), sum.Added, sum.Present)
 	if sum.Recomputed > 0 {
 		fmt.Fprintf(w, " (%d digests recomputed from the payload)", sum.Recomputed)
 	}

@@ -152,7 +152,7 @@ func warcioArchive(t *testing.T, url string, body []byte) archiveInput {
 	return archiveInput{[]string{out}, map[string]original{url: {w.ID, w.Date}}}
 }
 
-var importSummary = regexp.MustCompile(`: (\d+) records? read, (\d+) added, (\d+) already there`)
+var importSummary = regexp.MustCompile(`, (\d+) records? read, (\d+) added, (\d+) already there`)
 
 // runImport runs warcproxy dedup import and returns the added and
 // already-there counts of its summary.
@@ -213,4 +213,86 @@ func TestDedupImportSeedsRevisits(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDedupImportRefuses: bad flags and inputs exit 2 before the index is
+// created or touched; an embedded index a running proxy holds is refused
+// with that reason; a WARC that breaks off part way exits 1, keeping what
+// was read before the break (a second run, once it is mended, adds the
+// rest).
+func TestDedupImportRefuses(t *testing.T) {
+	good := testWARC(t)
+	data, err := os.ReadFile(good)
+	require.NoError(t, err)
+	in := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(in, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+	db := filepath.Join(t.TempDir(), "index.db")
+	spec := "embedded:" + db
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no index", []string{good}, "--dedup-db SPEC is required"},
+		{"index none", []string{"--dedup-db", "none", good}, "no index to import into"},
+		{"bad index", []string{"--dedup-db", "mysql://x", good}, "--dedup-db"},
+		{"no files", []string{"--dedup-db", spec}, "no files given"},
+		{"unknown flag", []string{"--dedup-db", spec, "--buckt", "x", good}, "did you mean --bucket?"},
+		{"digest algorithm", []string{"--dedup-db", spec, "-g", "md5", good}, `unsupported digest algorithm "md5"`},
+		{"missing file", []string{"--dedup-db", spec, filepath.Join(in, "gone.warc.gz")}, "no such file"},
+		{"still open", []string{"--dedup-db", spec, write("crawl.warc.gz.open", data)}, "still being written"},
+		{"directory", []string{"--dedup-db", spec, in}, "a directory; name its files"},
+		{"other name", []string{"--dedup-db", spec, write("crawl.txt", data)}, "want .warc, .warc.gz, .warc.zst, .wacz or .cdxj"},
+		{"not a WARC", []string{"--dedup-db", spec, write("notes.warc", []byte("just notes\n"))}, "not a WARC file"},
+		{"not a WACZ", []string{"--dedup-db", spec, write("x.wacz", data)}, "not a WACZ file"},
+		{"not a CDXJ", []string{"--dedup-db", spec, write("x.cdxj", []byte("hello world\n"))}, "not a CDXJ file"},
+		{"one bad among good", []string{"--dedup-db", spec, good, write("empty.warc", nil)}, "empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := runMain(t, append([]string{"dedup", "import"}, tc.args...)...)
+			require.Equal(t, 2, code, out)
+			require.Contains(t, out, tc.want)
+			require.NoFileExists(t, db, "nothing is written")
+		})
+	}
+
+	t.Run("index in use", func(t *testing.T) {
+		held := filepath.Join(t.TempDir(), "held.db")
+		proxytest.Start(t, func(c *config.Config) { c.DedupDB = "embedded:" + held; c.StatsDB = c.DedupDB })
+		code, out := runMain(t, "dedup", "import", "--dedup-db", "embedded:"+held, good)
+		require.Equal(t, 2, code, out)
+		require.Contains(t, out, "in use by another process (a running warcproxy?)")
+	})
+
+	t.Run("broken part way", func(t *testing.T) {
+		// Two captures, the second cut short: the first is imported.
+		origin, _ := newOrigin(t)
+		p := proxytest.Start(t, func(c *config.Config) { c.WriterWorkers = 1 })
+		crawl(t, p, origin.URL, "/page.html", "/img.bin")
+		var second int64
+		for _, r := range warccheck.Dir(t, p.Dir) {
+			if r.Type == "response" && strings.HasSuffix(r.TargetURI, "/img.bin") {
+				second = r.Offset
+			}
+		}
+		require.NotZero(t, second)
+		warcs, err := filepath.Glob(filepath.Join(p.Dir, "*.warc.gz"))
+		require.NoError(t, err)
+		require.Len(t, warcs, 1)
+		whole, err := os.ReadFile(warcs[0])
+		require.NoError(t, err)
+		cut := write("cut.warc.gz", whole[:second+40])
+		code, out := runMain(t, "dedup", "import", "--dedup-db", spec, cut)
+		require.Equal(t, 1, code, out)
+		require.Contains(t, out, "cut.warc.gz")
+		require.Regexp(t, `\b1 added`, out, "what came before the break stays")
+		added, present := runImport(t, "--dedup-db", spec, warcs[0])
+		require.Equal(t, "1", added)
+		require.Equal(t, "1", present)
+	})
 }
