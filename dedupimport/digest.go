@@ -24,7 +24,7 @@ func parseDigest(s string) (digest.Algorithm, []byte, error) {
 	if !labelled {
 		value, label = label, ""
 	}
-	sum, err := decodeSum(value)
+	sum, err := decodeSum(value, labelled && !isKnown(digest.Algorithm(strings.ToLower(label))))
 	if err != nil {
 		return "", nil, err
 	}
@@ -48,13 +48,16 @@ func isKnown(a digest.Algorithm) bool {
 	return err == nil
 }
 
-// decodeSum decodes hex (an even number of hex digits) or base32.
-func decodeSum(v string) ([]byte, error) {
+// decodeSum decodes hex (an even number of hex digits) or base32. Hex is
+// taken when it gives a sum of a known size, or of any size for another
+// algorithm (anyHex): SHA-1's base32 has 32 characters, which could
+// also be 16 bytes of hex.
+func decodeSum(v string, anyHex bool) ([]byte, error) {
 	if v == "" {
 		return nil, errBadDigest
 	}
 	if len(v)%2 == 0 && isHex(v) {
-		if b, err := hex.DecodeString(v); err == nil && sizes[len(b)] != "" {
+		if b, err := hex.DecodeString(v); err == nil && (anyHex || sizes[len(b)] != "") {
 			return b, nil
 		}
 	}
