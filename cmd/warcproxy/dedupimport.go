@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/warcproxy/warcproxy/dedup"
@@ -64,7 +65,11 @@ func dedupCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, "Usage: warcproxy dedup import --dedup-db SPEC [flags] FILE...\nRun warcproxy dedup import --help for its flags.\n")
 		return 0
 	default:
-		fmt.Fprintf(stderr, "warcproxy dedup: unknown subcommand %q: the one there is is import\n", args[0])
+		hint := ""
+		if meant := suggest.Names(args[0], []string{"import"}); len(meant) > 0 {
+			hint = " (did you mean " + strings.Join(meant, " or ") + "?)"
+		}
+		fmt.Fprintf(stderr, "warcproxy dedup: unknown subcommand %q%s; the one there is is import\n", args[0], hint)
 	}
 	return 2
 }

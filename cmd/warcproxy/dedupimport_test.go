@@ -252,6 +252,14 @@ func TestDedupImportRefuses(t *testing.T) {
 		{"not a CDXJ", []string{"--dedup-db", spec, write("x.cdxj", []byte("hello world\n"))}, "not a CDXJ file"},
 		{"one bad among good", []string{"--dedup-db", spec, good, write("empty.warc", nil)}, "empty"},
 	}
+	t.Run("subcommand", func(t *testing.T) {
+		code, out := runMain(t, "dedup", "improt", good)
+		require.Equal(t, 2, code, out)
+		require.Contains(t, out, `unknown subcommand "improt" (did you mean import?)`)
+		code, out = runMain(t, "dedup")
+		require.Equal(t, 2, code, out)
+		require.Contains(t, out, "name a subcommand: import")
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := runMain(t, append([]string{"dedup", "import"}, tc.args...)...)
