@@ -47,7 +47,7 @@ func parseLine(line []byte) (cdxjLine, error) {
 		return cdxjLine{}, fmt.Errorf("%.80q: %w", line, err)
 	}
 	l.cdxjLine.Status = string(bytes.Trim(l.Status, `"`))
-	l.cdxjLine.Timestamp = string(ts)
+	l.Timestamp = string(ts)
 	return l.cdxjLine, nil
 }
 

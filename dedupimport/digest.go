@@ -69,11 +69,5 @@ func decodeSum(v string, anyHex bool) ([]byte, error) {
 }
 
 func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(s, "0123456789abcdefABCDEF") == ""
 }
