@@ -84,14 +84,18 @@ type importer struct {
 }
 
 // Import adds the captures in ins (checked by CheckInputs) to s. On error
-// the entries of the batches written before it stay; the summary counts
-// them.
+// the entries of the batches written before it stay (and, unless ctx was
+// canceled, those read before it in the file that failed); the summary
+// counts them.
 func Import(ctx context.Context, s dedup.Store, ins []Input, opts Options) (Summary, error) {
 	im := &importer{ctx: ctx, store: s, opts: opts, sum: Summary{Skipped: map[string]int64{}}, start: time.Now(), files: len(ins)}
 	defer im.done()
 	for _, in := range ins {
 		im.sum.Files++
 		if err := im.importFile(in); err != nil {
+			if ctx.Err() != nil {
+				return im.sum, fmt.Errorf("%s: interrupted: %w", in.Path, err)
+			}
 			// What was read before the error is whole: keep it.
 			if ferr := im.flush(); ferr != nil {
 				return im.sum, ferr
