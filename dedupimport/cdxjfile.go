@@ -114,8 +114,12 @@ func (im *importer) line(l cdxjLine) error {
 		return nil
 	}
 	d, ok := im.normal(alg, sum)
-	if !ok {
+	switch {
+	case !ok:
 		im.skip(SkipOtherDigest)
+		return nil
+	case isEmpty(alg, sum):
+		im.skip(SkipEmpty)
 		return nil
 	}
 	return im.add(d, dedup.Entry{URL: l.URL, Date: date})

@@ -45,6 +45,7 @@ func TestImportCDXJ(t *testing.T) {
 		{"no digest", `com,example)/a?b=c 20240102030405 {"url":"http://example.com/a?b=c","status":"200"}`, true, nil, SkipNoDigest},
 		{"bad digest", `com,example)/a?b=c 20240102030405 {"url":"http://example.com/a?b=c","status":"200","digest":"xyz!"}`, true, nil, SkipBadDigest},
 		{"short timestamp", `com,example)/a?b=c 202401020304 {"url":"http://example.com/a?b=c","status":"200","digest":"` + b32 + `"}`, true, nil, SkipBadTimestamp},
+		{"empty payload", `com,example)/a?b=c 20240102030405 {"url":"http://example.com/a?b=c","status":"204","digest":"3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"}`, true, nil, SkipEmpty},
 		{"no url", `com,example)/a?b=c 20240102030405 {"status":"200","digest":"` + b32 + `"}`, true, nil, SkipNoURL},
 	}
 	for _, tc := range tests {

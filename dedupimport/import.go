@@ -7,6 +7,7 @@
 package dedupimport
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -47,6 +48,7 @@ const (
 	SkipBadPayload   = "payload unreadable (bad chunked encoding), digest not recomputed"
 	SkipNoURL        = "no target URI"
 	SkipBadTimestamp = "timestamp not 14 digits (CDXJ)"
+	SkipEmpty        = "empty payload (the proxy never deduplicates one)"
 )
 
 // Summary counts what an import did.
@@ -176,6 +178,12 @@ func (im *importer) done() {
 	if im.opts.Progress != nil && !im.lastShown.IsZero() {
 		fmt.Fprint(im.opts.Progress, "\r\x1b[K")
 	}
+}
+
+// isEmpty: sum is the digest of no bytes, which the proxy never looks up
+// (it dedups only payloads larger than its minimum sizes, at least 1 byte).
+func isEmpty(alg digest.Algorithm, sum []byte) bool {
+	return bytes.Equal(sum, alg.New().Sum(nil))
 }
 
 // normal is a digest in the proxy's form (alg:BASE32 or alg:hex), or ok

@@ -20,7 +20,7 @@ import (
 func TestImportProgress(t *testing.T) {
 	var recs strings.Builder
 	for range 300 {
-		recs.WriteString(warcRecord("response", "<urn:uuid:1>", "http://ex.com/", "", "HTTP/1.1 200 OK\r\n\r\nbody"))
+		recs.WriteString(warcRecord("response", "<urn:uuid:1>", "http://ex.com/", "", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbody"))
 	}
 	p := filepath.Join(t.TempDir(), "x.warc")
 	require.NoError(t, os.WriteFile(p, []byte(recs.String()), 0o644))
@@ -42,7 +42,7 @@ func TestImportProgress(t *testing.T) {
 func TestImportInterrupted(t *testing.T) {
 	var recs strings.Builder
 	for i := range 600 {
-		recs.WriteString(warcRecord("response", "<urn:uuid:1>", "http://ex.com/", "", "HTTP/1.1 200 OK\r\n\r\nbody "+strings.Repeat("x", i)))
+		recs.WriteString(warcRecord("response", "<urn:uuid:1>", "http://ex.com/", "", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbody "+strings.Repeat("x", i)))
 	}
 	p := filepath.Join(t.TempDir(), "x.warc")
 	require.NoError(t, os.WriteFile(p, []byte(recs.String()), 0o644))

@@ -63,6 +63,10 @@ func (im *importer) recordDigest(r *cdxj.Response) (string, bool, error) {
 			return "", false, nil
 		}
 		if d, ok := im.normal(alg, sum); ok {
+			if isEmpty(alg, sum) {
+				im.skip(SkipEmpty)
+				return "", false, nil
+			}
 			return d, true, nil
 		}
 	}
@@ -71,12 +75,17 @@ func (im *importer) recordDigest(r *cdxj.Response) (string, bool, error) {
 		body = httputil.NewChunkedReader(body)
 	}
 	h := im.opts.Digest.New()
-	if _, err := io.Copy(h, body); err != nil {
+	n, err := io.Copy(h, body)
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "chunk") {
 			im.skip(SkipBadPayload)
 			return "", false, nil
 		}
 		return "", false, fmt.Errorf("reading the payload of %s: %w", r.RecordID, err)
+	}
+	if n == 0 {
+		im.skip(SkipEmpty)
+		return "", false, nil
 	}
 	im.sum.Recomputed++
 	return im.opts.Digest.Format(h.Sum(nil), im.opts.Base32), true, nil

@@ -52,6 +52,8 @@ func TestImportWARCDigests(t *testing.T) {
 		{"sha256, chunked: recomputed without the chunks", warcRecord("response", "<urn:uuid:1>", "http://ex.com/", sha256Of, chunked), true, 1, ""},
 		{"no digest: computed", warcRecord("response", "<urn:uuid:1>", "http://ex.com/", "", plain), true, 1, ""},
 		{"revisit", warcRecord("revisit", "<urn:uuid:1>", "http://ex.com/", digest.SHA1.Of([]byte(body), true), "HTTP/1.1 200 OK\r\n\r\n"), true, 0, SkipRevisit},
+		{"empty payload", warcRecord("response", "<urn:uuid:1>", "http://ex.com/", digest.SHA1.Of(nil, true), "HTTP/1.1 204 No Content\r\n\r\n"), true, 0, SkipEmpty},
+		{"empty payload, recomputed", warcRecord("response", "<urn:uuid:1>", "http://ex.com/", sha256Of, "HTTP/1.1 204 No Content\r\n\r\n"), true, 0, SkipEmpty},
 		{"bad digest", warcRecord("response", "<urn:uuid:1>", "http://ex.com/", "sha1:???", plain), true, 0, SkipBadDigest},
 		{"bad chunks", warcRecord("response", "<urn:uuid:1>", "http://ex.com/", sha256Of, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), true, 0, SkipBadPayload},
 	}
