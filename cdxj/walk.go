@@ -30,6 +30,9 @@ type Response struct {
 	// .warc.gz), as its index line's "offset" has it.
 	Offset int64
 	Date   string // WARC-Date, as written
+	// PayloadDigest is WARC-Payload-Digest as written ("sha1:BASE32"), ""
+	// when the record has none.
+	PayloadDigest string
 	// Status is the status code as the index line's "status" has it
 	// ("200"), or "" when the status line has none.
 	Status string
@@ -70,15 +73,16 @@ func Walk(r io.Reader, filename string, v Visitor) error {
 	if v.Response != nil {
 		visit = func(rec *record, body *bufio.Reader) error {
 			return v.Response(&Response{
-				RecordID:    rec.recordID,
-				TargetURI:   rec.targetURI,
-				Offset:      rec.offset,
-				Date:        rec.date,
-				Status:      rec.http.status(),
-				Body:        body,
-				Revisit:     rec.warcType == "revisit",
-				RefersToURI: rec.refersToURI,
-				header:      rec.http.fields,
+				RecordID:      rec.recordID,
+				TargetURI:     rec.targetURI,
+				Offset:        rec.offset,
+				Date:          rec.date,
+				PayloadDigest: rec.payloadDig,
+				Status:        rec.http.status(),
+				Body:          body,
+				Revisit:       rec.warcType == "revisit",
+				RefersToURI:   rec.refersToURI,
+				header:        rec.http.fields,
 			})
 		}
 	}

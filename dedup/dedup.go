@@ -51,6 +51,12 @@ type Store interface {
 	// Save stores the items; a later save of a key replaces the earlier
 	// one (within one call too: the last item for a key wins).
 	Save(ctx context.Context, items []Item) error
+	// Add stores each item only where its key has no entry yet, and says
+	// which it stored: an import of old captures never replaces what a
+	// crawl (or an earlier import) saved. Within one call the first item
+	// for a key wins. A value that is there but does not parse counts as
+	// an entry.
+	Add(ctx context.Context, items []Item) (added []bool, err error)
 	// Close releases the backend. Lookup and Save then fail with
 	// ErrClosed; a second Close does nothing.
 	Close() error

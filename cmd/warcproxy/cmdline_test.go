@@ -33,11 +33,11 @@ func TestBadCommandLineNamesTheMistake(t *testing.T) {
 		{"bundled and joined", []string{"-d", "w", "-zp8000"},
 			"unknown flag -zp8000: short flags cannot be bundled, nor joined to their value; use -z -p 8000"},
 		{"unknown command", []string{"wacs"},
-			`unknown command "wacs" (did you mean wacz?); the commands are healthcheck and wacz, and settings are flags, starting with -`},
+			`unknown command "wacs" (did you mean wacz?); the commands are healthcheck, wacz and dedup, and settings are flags, starting with -`},
 		{"abbreviated command", []string{"health"},
-			`unknown command "health" (did you mean healthcheck?); the commands are healthcheck and wacz, and settings are flags, starting with -`},
+			`unknown command "health" (did you mean healthcheck?); the commands are healthcheck, wacz and dedup, and settings are flags, starting with -`},
 		{"a value without its flag", []string{"8000"},
-			`unknown command "8000"; the commands are healthcheck and wacz, and settings are flags, starting with -`},
+			`unknown command "8000"; the commands are healthcheck, wacz and dedup, and settings are flags, starting with -`},
 		{"a command after a flag", []string{"-v", "wacz"}, `unexpected argument "wacz" (warcproxy takes only flags, and a command must come first)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

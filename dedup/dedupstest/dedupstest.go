@@ -39,6 +39,10 @@ func Run(t *testing.T, newStorage Opener) {
 		{"Reopen", testReopen},
 		{"AfterClose", testAfterClose},
 		{"CanceledContext", testCanceledContext},
+		{"AddKeepsExisting", testAddKeepsExisting},
+		{"AddFirstWins", testAddFirstWins},
+		{"AddOddKeys", testAddOddKeys},
+		{"AddAfterClose", testAddAfterClose},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -312,6 +316,90 @@ func testCanceledContext(t *testing.T, open func() dedup.Store) {
 	requireEntry(t, Entry(1), lookup(t, s, k)[0], "the store still works")
 }
 
+func add(t *testing.T, s dedup.Store, items ...dedup.Item) []bool {
+	t.Helper()
+	added, err := s.Add(context.Background(), items)
+	require.NoError(t, err)
+	require.Len(t, added, len(items), "one answer per item")
+	return added
+}
+
+func testAddKeepsExisting(t *testing.T, open func() dedup.Store) {
+	s := open()
+	saved := dedup.Key{Digest: Digest(1), Bucket: "b"}
+	save(t, s, dedup.Item{Key: saved, Entry: Entry(1)})
+	fresh := dedup.Key{Digest: Digest(2), Bucket: "b"}
+	otherBucket := dedup.Key{Digest: Digest(1), Bucket: "c"}
+	got := add(t, s,
+		dedup.Item{Key: saved, Entry: Entry(10)},
+		dedup.Item{Key: fresh, Entry: Entry(2)},
+		dedup.Item{Key: otherBucket, Entry: Entry(3)})
+	require.Equal(t, []bool{false, true, true}, got)
+	e := lookup(t, s, saved, fresh, otherBucket)
+	requireEntry(t, Entry(1), e[0], "an add never replaces a saved entry")
+	requireEntry(t, Entry(2), e[1])
+	requireEntry(t, Entry(3), e[2])
+
+	require.Equal(t, []bool{false, false}, add(t, s,
+		dedup.Item{Key: fresh, Entry: Entry(20)}, dedup.Item{Key: otherBucket, Entry: Entry(30)}),
+		"the same items again: nothing added")
+	requireEntry(t, Entry(2), lookup(t, s, fresh)[0], "nor an added one")
+
+	save(t, s, dedup.Item{Key: fresh, Entry: Entry(4)})
+	requireEntry(t, Entry(4), lookup(t, s, fresh)[0], "a save still replaces an added entry")
+	require.Empty(t, add(t, s), "no items, no answers")
+}
+
+func testAddFirstWins(t *testing.T, open func() dedup.Store) {
+	s := open()
+	// Keys in an order that is not their sort order, each given twice.
+	var items []dedup.Item
+	for _, n := range []int{9, 3, 7, 3, 9, 1} {
+		items = append(items, dedup.Item{Key: dedup.Key{Digest: Digest(n), Bucket: "b"}, Entry: Entry(n + 100*len(items))})
+	}
+	got := add(t, s, items...)
+	require.Equal(t, []bool{true, true, true, false, false, true}, got)
+	e := lookup(t, s, items[0].Key, items[1].Key, items[2].Key, items[5].Key)
+	requireEntry(t, items[0].Entry, e[0], "the first item of a key wins")
+	requireEntry(t, items[1].Entry, e[1], "the first item of a key wins")
+	requireEntry(t, items[2].Entry, e[2])
+	requireEntry(t, items[5].Entry, e[3])
+}
+
+func testAddOddKeys(t *testing.T, open func() dedup.Store) {
+	s := open()
+	keys := []dedup.Key{
+		{Digest: "a|b", Bucket: "c"},
+		{Digest: "a", Bucket: "b|c"},
+		{Digest: Digest(1), Bucket: "ünïcødé 日本語 🦀"},
+		{Digest: Digest(1), Bucket: ""},
+		{Digest: Digest(1), Bucket: "__unspecified__"},
+	}
+	var items []dedup.Item
+	for i, k := range keys {
+		items = append(items, dedup.Item{Key: k, Entry: Entry(i)})
+	}
+	require.Equal(t, []bool{true, true, true, true, true}, add(t, s, items...))
+	for i, e := range lookup(t, s, keys...) {
+		requireEntry(t, Entry(i), e, fmt.Sprintf("key %q", keys[i]))
+	}
+	require.Equal(t, []bool{false, false, false, false, false}, add(t, s, items...))
+}
+
+func testAddAfterClose(t *testing.T, open func() dedup.Store) {
+	s := open()
+	require.NoError(t, s.Close())
+	_, err := s.Add(context.Background(), []dedup.Item{{Key: dedup.Key{Digest: Digest(1)}, Entry: Entry(1)}})
+	require.ErrorIs(t, err, dedup.ErrClosed)
+
+	s = open()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = s.Add(ctx, []dedup.Item{{Key: dedup.Key{Digest: Digest(1)}, Entry: Entry(1)}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, lookup(t, s, dedup.Key{Digest: Digest(1)})[0], "a canceled add stores nothing")
+}
+
 // MemStore is an in-memory dedup.Store for tests. Its zero value is ready
 // to use; it passes Run.
 type MemStore struct {
@@ -362,6 +450,30 @@ func (s *MemStore) Save(ctx context.Context, items []dedup.Item) error {
 		s.m[it.Key] = it.Entry
 	}
 	return nil
+}
+
+// Add implements dedup.Store.
+func (s *MemStore) Add(ctx context.Context, items []dedup.Item) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, dedup.ErrClosed
+	}
+	s.saves++
+	if s.m == nil {
+		s.m = make(map[dedup.Key]dedup.Entry)
+	}
+	added := make([]bool, len(items))
+	for i, it := range items {
+		if _, ok := s.m[it.Key]; !ok {
+			s.m[it.Key] = it.Entry
+			added[i] = true
+		}
+	}
+	return added, nil
 }
 
 // Close implements dedup.Store.

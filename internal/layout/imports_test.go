@@ -49,7 +49,7 @@ func ours(list string) []string {
 // the same wiring) imports the wiring.
 func TestImportRules(t *testing.T) {
 	imports, deps := pkgs(t)
-	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "wacz", "upload", "internal/app"} {
+	for _, pkg := range []string{"proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "cdxj", "wacz", "dedupimport", "upload", "internal/app"} {
 		if _, ok := imports[pkg]; !ok {
 			t.Fatalf("go list did not list %s", pkg)
 		}
@@ -83,6 +83,13 @@ func TestImportRules(t *testing.T) {
 	// The WACZ packer reads what was recorded; it runs apart from the
 	// proxy and writes no WARC.
 	never("wacz", "proxy", "capture", "wire", "writer", "dedup", "stats", "crawllog", "internal/app")
+	// dedup import reads archives with the one WARC scanner (through
+	// cdxj) and writes through dedup.Store alone, so it follows whatever
+	// layout the backends keep: it opens no database of its own.
+	never("dedupimport", "proxy", "capture", "wire", "writer", "stats", "crawllog", "wacz", "internal/app")
+	if slices.Contains(imports["dedupimport"], "internal/store") {
+		t.Errorf("dedupimport imports internal/store: it writes through dedup.Store")
+	}
 	// The front end hands exchanges to the capture stage, which asks the
 	// writer (a warc-prefix's rule, the queue) for it: proxy never imports
 	// writer (it depends on it only through capture).

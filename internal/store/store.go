@@ -262,6 +262,10 @@ func share[T any](h *Handles, m *map[string]*ref[T], key string, open func() (T,
 	}, nil
 }
 
+// ErrInUse is why an embedded file could not be opened: another process
+// holds its lock (a running proxy, or an import).
+var ErrInUse = errors.New("another process has it open")
+
 // Bolt opens (or shares) the bbolt file of an embedded spec. Call release
 // when done; the last release closes the file.
 func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
@@ -277,7 +281,7 @@ func (h *Handles) Bolt(s Spec) (db *bolt.DB, release func() error, err error) {
 	return share(h, &h.bolts, key, func() (*bolt.DB, func() error, error) {
 		db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true})
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, nil, fmt.Errorf("opening %s: another process has it open (an embedded database serves one proxy; use Redis to share one index between proxies)", s.Path)
+			return nil, nil, fmt.Errorf("opening %s: %w (an embedded database serves one proxy; use Redis to share one index between proxies)", s.Path, ErrInUse)
 		}
 		if err != nil {
 			if isSQLite(s.Path) {
