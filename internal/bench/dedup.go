@@ -44,7 +44,7 @@ type DedupConfig struct {
 	MaxLookupBatch int
 	HitRatio       float64
 	SaveBatch      int           // items per Save, as the Index's (500)
-	InFlight       int           // save batches in flight while filling
+	InFlight       int           // save batches in flight while filling (the last ones go one at a time)
 	Settle         time.Duration // wait after a fill before reading used_memory
 	// Progress, if not nil, gets a progress line each second (with a
 	// carriage return, for a terminal) and a clear at the end.
@@ -94,7 +94,7 @@ type DedupPoint struct {
 
 	FillSeconds   float64 `json:"fill_seconds"`            // from the previous size to this one
 	FillPerSec    float64 `json:"fill_entries_per_second"` // over that step
-	SaveBatches   int64   `json:"save_batches"`            // the last ones of the step, measured below
+	SaveBatches   int64   `json:"save_batches"`            // the step's last ones, sent one at a time and timed
 	SaveP50       float64 `json:"save_batch_p50_ms"`
 	SaveP99       float64 `json:"save_batch_p99_ms"`
 	SavePerSec    float64 `json:"save_entries_per_second"` // over those last batches

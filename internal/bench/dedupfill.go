@@ -27,7 +27,11 @@ type fillStats struct {
 }
 
 // fill saves fresh entries in batches of SaveBatch, InFlight at a time,
-// until the store holds size entries or the deadline passes. Entries are
+// until the store holds size entries or the deadline passes. The step's
+// last batches (its last tenth, at least saveWindowMin entries) go one at
+// a time, as the Index's single flusher sends them, and are timed: their
+// time and throughput are what the proxy's write-behind gets at that size,
+// not a queue behind other batches. Entries are
 // made as they are sent, so that the bench's memory stays flat; only a
 // sample of their digests is kept.
 func (r *dedupRun) fill(ctx context.Context, size int64) (*fillStats, error) {
@@ -46,6 +50,7 @@ func (r *dedupRun) fill(ctx context.Context, size int64) (*fillStats, error) {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex // guards the fields below and fs.window
+		oneByOne sync.Mutex // held by a window batch while it is saved
 		winStart time.Time
 		winEnd   time.Time
 	)
@@ -75,14 +80,22 @@ func (r *dedupRun) fill(ctx context.Context, size int64) (*fillStats, error) {
 					items = append(items, gen.item())
 				}
 				r.sample.add(items)
+				inWindow := i >= winFirst
+				if inWindow {
+					oneByOne.Lock()
+				}
 				t0 := time.Now()
-				if err := r.store.Save(gctx, items); err != nil {
+				err := r.store.Save(gctx, items)
+				t1 := time.Now()
+				if inWindow {
+					oneByOne.Unlock()
+				}
+				if err != nil {
 					return fmt.Errorf("saving a batch of %d: %w", n, err)
 				}
-				t1 := time.Now()
 				saved += n
 				r.live.done.Add(n)
-				if i >= winFirst {
+				if inWindow {
 					hist.Record(t1.Sub(t0))
 					winEntries += n
 					mu.Lock()

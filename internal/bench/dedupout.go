@@ -60,7 +60,7 @@ func redisOnly(p DedupPoint, s string) string {
 func (r *DedupResult) WriteText(w io.Writer) error {
 	s := r.Setup
 	if _, err := fmt.Fprintf(w, "dedup store filled with random sha1 digests, URLs of %.0f characters on average, <urn:uuid:> ids, WARC/1.0 dates\n"+
-		"saves: batches of %d, %d in flight; save figures over the last batches before each size\n"+
+		"fill: batches of %d, %d in flight; the last ones before each size one at a time (as the Index's flusher sends them), timed\n"+
 		"lookups: %d keys per size, %.0f%% hits, batches of 1..%d keys, %d in flight\n"+
 		"B/entry: redis used_memory delta (after a settle), embedded bbolt file size; MEMORY USAGE/entry: mean of a key sample x keys / entries\n\n",
 		r.URLMeanLen, s.SaveBatch, s.InFlight, s.Lookups, s.HitRatio*100, s.MaxLookupBatch, s.Lookupers); err != nil {
