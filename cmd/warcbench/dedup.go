@@ -47,7 +47,7 @@ func dedupBench(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("warcbench dedup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisDefault, _ := exec.LookPath("redis-server")
-	cfg := bench.DedupConfig{Logger: slog.New(slog.NewTextHandler(stderr, nil)).With("component", "dedup-bench")}
+	cfg := bench.DedupConfig{}
 	sizes := fs.String("sizes", "1M", "entries to reach, ascending, comma-separated (20k, 1M, 10M); measured at each")
 	backends := fs.String("backends", "redis,embedded", "stores to fill, in this order: redis, embedded")
 	fs.StringVar(&cfg.RedisURL, "redis-url", "", "a redis:// server to fill instead of a private one (its other keys are left alone)")
@@ -76,9 +76,11 @@ func dedupBench(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := dedupFlags(&cfg, *sizes, *backends); err != nil {
 		return exitCode(stderr, "dedup", err)
 	}
+	logOut := stderr
 	if isTerminal(stderr) {
-		cfg.Progress = stderr
+		cfg.Progress, logOut = stderr, bench.ClearLine(stderr)
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(logOut, nil)).With("component", "dedup-bench")
 	res, err := bench.RunDedup(ctx, cfg)
 	if err != nil {
 		return exitCode(stderr, "dedup", err)

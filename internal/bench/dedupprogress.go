@@ -110,3 +110,16 @@ func ParseCount(s string) (int64, error) {
 	}
 	return int64(f * mult), nil
 }
+
+// ClearLine returns a writer that clears the terminal's line before each
+// write to w, so that a log line does not run on from a progress line.
+func ClearLine(w io.Writer) io.Writer { return lineClearer{w} }
+
+type lineClearer struct{ w io.Writer }
+
+func (c lineClearer) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(c.w, "\r\033[K"); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
