@@ -30,8 +30,9 @@ digests, as many in flight as the Index has lookupers), and the p50/p99
 time and the throughput of the last save batches before the size.
 
 Redis is a private redis-server started on loopback with its default
-configuration (no persistence), or the server of --redis-url, whose keys
-the bench writes under a prefix of its own and removes at the end. The
+configuration (no persistence), keys under the proxy's default prefix, or
+the server of --redis-url, whose keys the bench writes under a prefix of
+its own (wb-XXXXXX:, as long as the default) and removes at the end. The
 bbolt file is in a temp dir under --dir, removed at the end.
 
 --max-time bounds the whole run: each backend gets an equal share of what

@@ -133,7 +133,7 @@ func TestDedupCommandRedisURL(t *testing.T) {
 	require.NoError(t, err)
 	c := redis.NewClient(o)
 	defer c.Close()
-	keys, _, err := c.Scan(context.Background(), 0, "warcbench-*", 100000).Result()
+	keys, _, err := c.Scan(context.Background(), 0, "wb-*", 100000).Result()
 	require.NoError(t, err)
 	require.Empty(t, keys, "the bench removes its keys")
 }

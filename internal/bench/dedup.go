@@ -255,7 +255,7 @@ func (r *dedupRun) open(ctx context.Context, tmp string) (string, func() error, 
 			closers = append(closers, func() error { srv.Kill(); return nil })
 			u = srv.URL()
 		}
-		s, prefix, err := benchRedisURL(u)
+		s, prefix, err := benchRedisURL(u, r.cfg.RedisURL == "")
 		if err != nil {
 			return "", nil, errors.Join(err, cleanup())
 		}

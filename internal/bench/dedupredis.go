@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/warcproxy/warcproxy/internal/store"
 )
 
 // redisKeySample is how many keys MEMORY USAGE is asked about at each size.
@@ -24,17 +26,22 @@ type redisProbe struct {
 	prefix string // every key the store writes starts with it
 }
 
-// benchRedisURL returns the spec the store is opened with: u with a key
-// prefix of the bench's own, so that its keys can be told from others on
-// a shared server and removed at the end.
-func benchRedisURL(u string) (spec, prefix string, err error) {
+// benchRedisURL returns the spec the store is opened with, and the key
+// prefix in it. On the bench's own server that is the proxy's default
+// prefix; on a server of the user's a prefix of the bench's own, so that
+// its keys can be told from others and removed at the end, of the same
+// length as the default so that a key costs what the proxy's does.
+func benchRedisURL(u string, own bool) (spec, prefix string, err error) {
 	pu, err := url.Parse(u)
 	if err != nil {
 		return "", "", fmt.Errorf("parsing the redis url: %w", err)
 	}
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	prefix = "warcbench-" + hex.EncodeToString(r[:]) + ":"
+	prefix = store.DefaultKeyPrefix
+	if !own {
+		var r [3]byte
+		_, _ = rand.Read(r[:])
+		prefix = "wb-" + hex.EncodeToString(r[:]) + ":"
+	}
 	q := pu.Query()
 	q.Set("prefix", prefix)
 	pu.RawQuery = q.Encode()
