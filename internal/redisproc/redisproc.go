@@ -1,5 +1,5 @@
 // Package redisproc runs a private redis-server on a loopback port, without
-// persistence, for the tests and for warcbench soak: start it, freeze it,
+// persistence, for the tests and for warcbench soak and dedup: start it, freeze it,
 // kill it, start it again empty on the same address.
 package redisproc
 
