@@ -38,8 +38,9 @@ bbolt file is in a temp dir under --dir, removed at the end.
 --max-time bounds the whole run: each backend gets an equal share of what
 is left when it starts and reports the size it reached when that is
 spent. A progress line on a terminal; the table (or --json) on stdout.
-Exit code 0 done (a size cut short by --max-time too), 1 runtime failure,
-2 bad flags.
+Exit code 0 done (a size cut short by --max-time too), 1 runtime failure
+or interrupted (the sizes measured before are printed on stderr), 2 bad
+flags.
 
 Flags:
 `
@@ -84,6 +85,10 @@ func dedupBench(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	cfg.Logger = slog.New(slog.NewTextHandler(logOut, nil)).With("component", "dedup-bench")
 	res, err := bench.RunDedup(ctx, cfg)
 	if err != nil {
+		if res != nil && len(res.Points) > 0 {
+			// What was measured before the failure or the interrupt.
+			_ = res.WriteText(stderr)
+		}
 		return exitCode(stderr, "dedup", err)
 	}
 	if *jsonOut {

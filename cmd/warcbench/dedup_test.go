@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -87,6 +89,8 @@ func TestDedupCommand(t *testing.T) {
 	recs := readCSV(t, csvPath)
 	require.Len(t, recs, 5, "a header and a row per point")
 	require.Equal(t, "backend", recs[0][0])
+	require.Equal(t, []string{"hits_asked", "target_entries", "reached"}, recs[0][len(recs[0])-3:])
+	require.Equal(t, recs[1][13], recs[1][len(recs[1])-3], "hits found equal hits asked")
 	require.Equal(t, []string{"redis", "10000"}, recs[1][:2])
 	require.Equal(t, []string{"embedded", "20000"}, recs[4][:2])
 }
@@ -152,6 +156,7 @@ func TestDedupBadFlags(t *testing.T) {
 		{"--hit-ratio", "2"},
 		{"--lookups", "0"},
 		{"--max-time", "0s"},
+		{"--settle", "-1s"},
 		{"stray"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -162,4 +167,43 @@ func TestDedupBadFlags(t *testing.T) {
 			require.Empty(t, stdout.String())
 		})
 	}
+}
+
+// TestDedupCommandInterrupted: a signal stops the fill; the sizes measured
+// before it are on stderr and the run fails, since the size it was
+// filling to is neither reached nor cut by --max-time.
+func TestDedupCommandInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- realMain(ctx, []string{"dedup", "--backends", "embedded", "--sizes", "1k,1G", "--lookups", "100", "--dir", t.TempDir()}, &stdout, &stderr)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=measured") }, time.Minute, 10*time.Millisecond)
+	cancel()
+	code := <-done
+	require.Equal(t, 1, code, stderr.String())
+	require.Contains(t, stderr.String(), "context canceled")
+	require.Regexp(t, `(?m)^\s+embedded\s+1k\s`, stderr.String(), "the size measured before the interrupt")
+	require.Empty(t, stdout.String())
+}
+
+// lockedBuffer is a bytes.Buffer that a command writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -72,8 +72,11 @@ func (c *DedupConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("backend %q: want %s or %s", b, DedupEmbedded, DedupRedis))
 		}
 	}
-	if c.MaxTime <= 0 || c.Settle < 0 {
+	if c.MaxTime <= 0 {
 		errs = append(errs, errors.New("--max-time must be positive"))
+	}
+	if c.Settle < 0 {
+		errs = append(errs, errors.New("--settle must not be negative"))
 	}
 	if c.Lookups < 1 || c.MaxLookupBatch < 1 || c.SaveBatch < 1 || c.InFlight < 1 {
 		errs = append(errs, errors.New("--lookups, --lookup-batch, --save-batch and --in-flight must be at least 1"))
@@ -290,6 +293,9 @@ func (r *dedupRun) open(ctx context.Context, tmp string) (string, func() error, 
 func (r *dedupRun) measure(ctx context.Context, size int64) (DedupPoint, error) {
 	p := DedupPoint{Backend: r.backend, Target: size}
 	fs, err := r.fill(ctx, size)
+	if err == nil {
+		err = ctx.Err() // interrupted: not a size to report
+	}
 	if err != nil {
 		return p, err
 	}

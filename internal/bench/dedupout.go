@@ -103,7 +103,7 @@ func (r *DedupResult) WriteCSV(w io.Writer) error {
 	for _, c := range dedupColumns {
 		head = append(head, c.csv)
 	}
-	head = append(head, "target_entries", "reached")
+	head = append(head, "hits_asked", "target_entries", "reached")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (r *DedupResult) WriteCSV(w io.Writer) error {
 		}
 		row[1] = strconv.FormatInt(p.Entries, 10)
 		row[len(row)-2] = strconv.FormatInt(p.HitsFound, 10)
-		row = append(row, strconv.FormatInt(p.Target, 10), strconv.FormatBool(p.Reached))
+		row = append(row, strconv.FormatInt(p.HitsAsked, 10), strconv.FormatInt(p.Target, 10), strconv.FormatBool(p.Reached))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
