@@ -3,7 +3,8 @@
 // through a proxy, from URLs or by replaying the requests of WARC files;
 // `sweep` runs the proxy binary over a grid of settings and tabulates it;
 // `soak` loads one proxy long with mixed and faulty traffic and checks for
-// leaks and that its WARCs account for every exchange.
+// leaks and that its WARCs account for every exchange; `dedup` fills the
+// dedup stores to millions of entries and measures them as they grow.
 // This file only parses flags and dispatches; the work is in
 // internal/bench. Exit codes: 0 done (even with errors counted), 1 runtime
 // failure (or, for sweep, a failed records check; for soak, inexact
@@ -39,6 +40,7 @@ func commands() []command {
 		{"run", "make load, direct or through a proxy, and report URLs/s, MB/s, latency", runLoad},
 		{"sweep", "start the proxy for each combination of settings, load it, check its WARCs", sweep},
 		{"soak", "load one proxy for a long time with mixed and faulty traffic; check leaks and WARCs", soak},
+		{"dedup", "fill dedup stores (Redis, bbolt) to millions of entries; report memory, lookup and save times", dedupBench},
 	}
 }
 

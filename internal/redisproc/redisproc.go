@@ -1,6 +1,6 @@
 // Package redisproc runs a private redis-server on a loopback port, without
-// persistence, for the tests and for warcbench soak: start it, freeze it,
-// kill it, start it again empty on the same address.
+// persistence, for the tests and for warcbench soak and dedup: start it,
+// freeze it, kill it, start it again empty on the same address.
 package redisproc
 
 import (
