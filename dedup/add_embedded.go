@@ -3,16 +3,12 @@ package dedup
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Add implements Store: one write transaction that stores each key not
-// there yet. Keys are visited in key order, as in Save, and a stable sort
-// keeps the items of one key in their order, so the first one is stored
-// and the others find it.
+// Add implements Store: one write transaction; a key counts as taken when
+// the compact layout has it, or (until migrated) the old one.
 func (s *embeddedStore) Add(ctx context.Context, items []Item) ([]bool, error) {
 	leave, err := s.guard.Enter(ctx, ErrClosed)
 	if err != nil {
@@ -24,27 +20,40 @@ func (s *embeddedStore) Add(ctx context.Context, items []Item) ([]bool, error) {
 		return added, nil
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(boltBucket)
-		if b == nil {
-			return fmt.Errorf("bucket %q missing", boltBucket)
+		old, b2 := tx.Bucket(boltBucket), tx.Bucket(boltBucket2)
+		if old == nil || b2 == nil {
+			return fmt.Errorf("bucket %q or %q missing", boltBucket, boltBucket2)
 		}
-		keys := make([]string, len(items))
-		order := make([]int, len(items))
+		if b2.Get(boltMarker) == nil {
+			if err := b2.Put(boltMarker, marker{Layout: layoutCompact}.bytes()); err != nil {
+				return err
+			}
+		}
+		migrated := boltMigrated(b2)
+		puts := make([]boltPut, 0, len(items))
+		taken := make(map[Key]bool, len(items))
 		for i, it := range items {
-			keys[i], order[i] = storageKey(it.Key), i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-		for _, i := range order {
-			k := []byte(keys[i])
-			if len(k) > bolt.MaxKeySize || b.Get(k) != nil {
+			k := it.Key.name()
+			if taken[k] {
 				continue
 			}
-			if err := b.Put(k, encodeEntry(items[i].Entry)); err != nil {
-				return err
+			taken[k] = true
+			sk := []byte(storageKey(k))
+			oldTaken := !migrated && len(sk) <= bolt.MaxKeySize && old.Get(sk) != nil
+			if bk, ok := embeddedKey(k); ok {
+				if len(bk) > bolt.MaxKeySize || b2.Get(bk) != nil || oldTaken {
+					continue
+				}
+				puts = append(puts, boltPut{b2, true, bk, packEntry(it.Entry, true)})
+			} else {
+				if len(sk) > bolt.MaxKeySize || old.Get(sk) != nil {
+					continue
+				}
+				puts = append(puts, boltPut{old, false, sk, encodeEntry(it.Entry)})
 			}
 			added[i] = true
 		}
-		return nil
+		return putSorted(puts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dedup add: %w", err)

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
@@ -49,47 +48,6 @@ func TestMemStoreContract(t *testing.T) {
 	})
 }
 
-// TestEmbeddedLayout: entries sit in the bucket "dedup" under
-// digest|bucket with warcprox's JSON, and the other buckets of a file
-// shared with stats are left alone, as is the shared handle.
-func TestEmbeddedLayout(t *testing.T) {
-	spec, err := store.Parse("embedded:" + filepath.Join(t.TempDir(), "warcproxy.db"))
-	require.NoError(t, err)
-	var h store.Handles
-	db, release, err := h.Bolt(spec) // the stats package, say
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("stats"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("sha1:AAAA|"), []byte("not ours"))
-	}))
-
-	s, err := dedup.Open(spec, &h)
-	require.NoError(t, err)
-	e := dedup.Entry{ID: "<urn:uuid:1>", URL: "http://ex.com/ü", Date: "2024-03-01T12:34:56Z"}
-	require.NoError(t, s.Save(context.Background(), []dedup.Item{
-		{Key: dedup.Key{Digest: "sha1:AAAA", Bucket: "b 1"}, Entry: e},
-		{Key: dedup.Key{Digest: "sha1:AAAA"}, Entry: e},
-	}))
-	require.NoError(t, s.Close())
-	require.NotEmpty(t, db.Path(), "closing dedup keeps the shared file open for stats")
-
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		got := map[string]string{}
-		require.NoError(t, tx.Bucket([]byte("dedup")).ForEach(func(k, v []byte) error {
-			got[string(k)] = string(v)
-			return nil
-		}))
-		want := `{"id":"<urn:uuid:1>","url":"http://ex.com/\u00c3\u00bc","date":"2024-03-01T12:34:56Z"}`
-		require.Equal(t, map[string]string{"sha1:AAAA|b 1": want, "sha1:AAAA|": want}, got)
-		require.Equal(t, "not ours", string(tx.Bucket([]byte("stats")).Get([]byte("sha1:AAAA|"))))
-		return nil
-	}))
-	require.NoError(t, release())
-}
-
 // TestEmbeddedKeyTooLong: a bucket name too long for a bbolt key is not
 // stored and not found, and does not fail the batch it came in.
 func TestEmbeddedKeyTooLong(t *testing.T) {
@@ -101,39 +59,6 @@ func TestEmbeddedKeyTooLong(t *testing.T) {
 	e := dedup.Entry{ID: "<urn:uuid:1>", URL: "http://ex.com/", Date: "2024-03-01T12:34:56Z"}
 	require.NoError(t, s.Save(context.Background(), []dedup.Item{{Key: long, Entry: e}, {Key: ok, Entry: e}}))
 	got, err := s.Lookup(context.Background(), []dedup.Key{long, ok})
-	require.NoError(t, err)
-	require.Nil(t, got[0])
-	require.Equal(t, &e, got[1])
-}
-
-// TestRedisLayout: one Redis string per entry under
-// prefix+"dedup:"+digest|bucket, holding warcprox's JSON, no expiry.
-func TestRedisLayout(t *testing.T) {
-	spec, err := store.Parse(redistest.URL(t))
-	require.NoError(t, err)
-	s, err := dedup.Open(spec, nil)
-	require.NoError(t, err)
-	defer s.Close()
-	e := dedup.Entry{ID: "<urn:uuid:1>", URL: "http://ex.com/ü", Date: "2024-03-01T12:34:56Z"}
-	require.NoError(t, s.Save(context.Background(), []dedup.Item{{Key: dedup.Key{Digest: "sha1:AAAA", Bucket: "b 1"}, Entry: e}}))
-
-	c := redis.NewClient(spec.Redis)
-	defer c.Close()
-	ctx := context.Background()
-	keys, err := c.Keys(ctx, spec.KeyPrefix+"*").Result()
-	require.NoError(t, err)
-	require.Equal(t, []string{spec.KeyPrefix + "dedup:sha1:AAAA|b 1"}, keys)
-	v, err := c.Get(ctx, keys[0]).Result()
-	require.NoError(t, err)
-	require.Equal(t, `{"id":"<urn:uuid:1>","url":"http://ex.com/\u00c3\u00bc","date":"2024-03-01T12:34:56Z"}`, v)
-	ttl, err := c.TTL(ctx, keys[0]).Result()
-	require.NoError(t, err)
-	require.Equal(t, int64(-1), int64(ttl), "no expiry")
-
-	// A value some other tool wrote that does not parse is not found,
-	// and does not fail the other keys of the batch.
-	require.NoError(t, c.Set(ctx, spec.KeyPrefix+"dedup:sha1:BBBB|", "garbage", 0).Err())
-	got, err := s.Lookup(ctx, []dedup.Key{{Digest: "sha1:BBBB"}, {Digest: "sha1:AAAA", Bucket: "b 1"}})
 	require.NoError(t, err)
 	require.Nil(t, got[0])
 	require.Equal(t, &e, got[1])

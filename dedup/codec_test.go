@@ -79,7 +79,7 @@ func FuzzEntryCodec(f *testing.F) {
 			t.Fatalf("decoding %q: %v", encodeEntry(e), err)
 		}
 		if got != e {
-			t.Fatalf("round trip of %q gave %q", e, got)
+			t.Fatalf("round trip of %+v gave %+v", e, got)
 		}
 	})
 }

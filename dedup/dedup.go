@@ -29,14 +29,29 @@ type Entry struct {
 	ID   string `json:"id"`
 	URL  string `json:"url"`
 	Date string `json:"date"`
+	// URLUnknown marks a hit whose original was captured at another URL
+	// than the one looked up, in a store that does not know that URL (a
+	// Redis index without its URL table): URL is empty, and a revisit
+	// cannot name its WARC-Refers-To-Target-URI, so the Index counts it
+	// as a miss (result "url_unknown").
+	URLUnknown bool `json:"-"`
 }
 
 // Key names one entry: a payload digest as written in WARC-Payload-Digest
 // ("sha1:BASE32...") and a dedup bucket ("" is warcprox's default bucket).
+//
+// URL is the URL of the capture being looked up, not part of the entry's
+// name (saves ignore it): a store that keeps only a hash of the original's
+// URL answers a hit whose hash matches with this URL, and needs the full
+// URL from elsewhere only for a hit of another URL (see URLUnknown).
 type Key struct {
 	Digest string
 	Bucket string
+	URL    string
 }
+
+// name is the key without its URL: what identifies an entry.
+func (k Key) name() Key { return Key{Digest: k.Digest, Bucket: k.Bucket} }
 
 // Item is an entry to save under its key.
 type Item struct {
@@ -47,6 +62,8 @@ type Item struct {
 // Store is a dedup backend. Implementations are safe for concurrent use.
 type Store interface {
 	// Lookup returns one *Entry per key, in order; nil means not found.
+	// A hit's URL is the original's, which is the key's URL when the
+	// two hash alike (see Key).
 	Lookup(ctx context.Context, keys []Key) ([]*Entry, error)
 	// Save stores the items; a later save of a key replaces the earlier
 	// one (within one call too: the last item for a key wins).
@@ -55,7 +72,8 @@ type Store interface {
 	// which it stored: an import of old captures never replaces what a
 	// crawl (or an earlier import) saved. Within one call the first item
 	// for a key wins. A value that is there but does not parse counts as
-	// an entry.
+	// an entry, and so does one in the old layout until the index is
+	// migrated.
 	Add(ctx context.Context, items []Item) (added []bool, err error)
 	// Close releases the backend. Lookup and Save then fail with
 	// ErrClosed; a second Close does nothing.
@@ -69,11 +87,20 @@ var ErrClosed = errors.New("dedup: closed")
 // stats.Open), taking its database handle from h (nil: one of its own).
 // For store.None it returns (nil, nil): dedup is off.
 func Open(spec store.Spec, h *store.Handles) (Store, error) {
-	return store.Open(spec, h, backends{})
+	return OpenLayout(spec, h, Layout{})
+}
+
+// OpenLayout is Open with the compact layout tuned by l.
+func OpenLayout(spec store.Spec, h *store.Handles, l Layout) (Store, error) {
+	l, err := l.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(spec, h, backends{layout: l})
 }
 
 // backends makes a Store in each kind of backend: embedded.go, redis.go.
-type backends struct{}
+type backends struct{ layout Layout }
 
 var _ store.Backends[Store] = backends{}
 

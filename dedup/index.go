@@ -134,6 +134,7 @@ type pendingSave struct {
 
 type counters struct {
 	hits, misses, lookupErrors atomic.Uint64
+	urlUnknown                 atomic.Uint64 // a hit of another URL, its URL not kept: a miss
 	skipped                    atomic.Uint64 // lookups not asked: circuit open
 	saves, saveErrors, dropped atomic.Uint64
 }
@@ -477,12 +478,13 @@ func (ix *Index) Status() map[string]any {
 		return map[string]any{"enabled": false}
 	}
 	hits, misses, errs, skipped := ix.st.hits.Load(), ix.st.misses.Load(), ix.st.lookupErrors.Load(), ix.st.skipped.Load()
+	unknown := ix.st.urlUnknown.Load()
 	return map[string]any{
 		"enabled":         true,
 		"store":           ix.circuit.state(),
-		"lookups":         hits + misses + errs + skipped,
+		"lookups":         hits + misses + unknown + errs + skipped,
 		"hits":            hits,
-		"misses":          misses,
+		"misses":          misses + unknown,
 		"lookup_errors":   errs,
 		"skipped_lookups": skipped,
 		"saves":           ix.st.saves.Load(),

@@ -24,7 +24,7 @@ type Layered struct {
 func (l *Layered) LookupURI(ctx context.Context, digest, uri string, buckets []string) (*Entry, string, error) {
 	var localErr error
 	if l.Local != nil {
-		e, b, err := l.Local.Lookup(ctx, digest, buckets)
+		e, b, err := l.Local.LookupURI(ctx, digest, uri, buckets)
 		if err == nil && e != nil {
 			return e, b, nil
 		}
@@ -49,11 +49,4 @@ func (l *Layered) Prefetch(uri string) {
 // Save remembers a new original in the local Index (nothing without one).
 func (l *Layered) Save(digest string, buckets []string, e Entry) {
 	l.Local.Save(digest, buckets, e)
-}
-
-// LookupURI is Lookup: a local store finds payloads by digest and bucket
-// whatever the URL. It lets an Index and a Layered serve the same
-// interface.
-func (ix *Index) LookupURI(ctx context.Context, digest, _ string, buckets []string) (*Entry, string, error) {
-	return ix.Lookup(ctx, digest, buckets)
 }

@@ -35,12 +35,24 @@ var timers = sync.Pool{New: func() any {
 	return t
 }}
 
-// Lookup finds the original of a payload: it tries the buckets in order
-// and returns the first entry found with its bucket, or a nil entry when
-// none has it. No buckets means the default bucket "". Saves not yet
-// written to the store are found too. An error (the store failed, ctx
-// ended, the Index is closed) means "unknown": archive the capture in full.
+// Lookup is LookupURI without the URL of the capture: every hit is then
+// one of another URL (see LookupURI).
 func (ix *Index) Lookup(ctx context.Context, digest string, buckets []string) (e *Entry, bucket string, err error) {
+	return ix.LookupURI(ctx, digest, "", buckets)
+}
+
+// LookupURI finds the original of a payload captured at uri: it tries the
+// buckets in order and returns the first entry found with its bucket, or a
+// nil entry when none has it. No buckets means the default bucket "".
+// Saves not yet written to the store are found too. An error (the store
+// failed, ctx ended, the Index is closed) means "unknown": archive the
+// capture in full.
+//
+// uri lets a compact store answer a hit of the same URL from the hash it
+// keeps; a hit of another URL whose URL the store does not keep
+// (Entry.URLUnknown) is no use for a revisit: it counts as a miss, with
+// result "url_unknown".
+func (ix *Index) LookupURI(ctx context.Context, digest, uri string, buckets []string) (e *Entry, bucket string, err error) {
 	if ix == nil {
 		return nil, "", nil
 	}
@@ -70,10 +82,11 @@ func (ix *Index) Lookup(ctx context.Context, digest string, buckets []string) (e
 	if first >= 0 {
 		n = first
 	}
+	unknown := false
 	if n > 0 {
 		keys := make([]Key, n)
 		for i := range keys {
-			keys[i] = Key{Digest: digest, Bucket: buckets[i]}
+			keys[i] = Key{Digest: digest, Bucket: buckets[i], URL: uri}
 		}
 		res, err := ix.lookupStore(ctx, keys)
 		if errors.Is(err, ErrStoreUnavailable) {
@@ -85,6 +98,10 @@ func (ix *Index) Lookup(ctx context.Context, digest string, buckets []string) (e
 			return nil, "", err
 		}
 		for i, e := range res {
+			if e != nil && e.URLUnknown {
+				unknown = true
+				continue
+			}
 			if e != nil {
 				ix.st.hits.Add(1)
 				return e, buckets[i], nil
@@ -95,7 +112,11 @@ func (ix *Index) Lookup(ctx context.Context, digest string, buckets []string) (e
 		ix.st.hits.Add(1)
 		return &pending, buckets[first], nil
 	}
-	ix.st.misses.Add(1)
+	if unknown {
+		ix.st.urlUnknown.Add(1)
+	} else {
+		ix.st.misses.Add(1)
+	}
 	return nil, "", nil
 }
 

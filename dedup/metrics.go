@@ -43,7 +43,7 @@ func newMetrics(ix *Index) *metrics {
 			Help:    "Time the dedup store takes to write one batch of saves (failed attempts included).",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
 		}),
-		lookups:      d("lookups_total", "Dedup lookups (one per capture looked up) by result: hit, miss, error, skipped (not asked: the store kept failing, see warcproxy_dedup_circuit_open).", "result"),
+		lookups:      d("lookups_total", "Dedup lookups (one per capture looked up) by result: hit, miss, url_unknown (a payload archived before at another URL, in a Redis index without its URL table: a miss, the capture is written in full), error, skipped (not asked: the store kept failing, see warcproxy_dedup_circuit_open).", "result"),
 		saves:        d("saves_total", "Dedup entries (one per digest and bucket) written to the store."),
 		saveErrors:   d("save_errors_total", "Failed store writes of a batch of dedup entries (each is retried with back-off)."),
 		dropped:      d("saves_dropped_total", "Dedup entries dropped unsaved: the save buffer was full, or shutdown could not store them."),
@@ -75,6 +75,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(m.lookups, st.hits.Load(), "hit")
 	counter(m.lookups, st.misses.Load(), "miss")
+	counter(m.lookups, st.urlUnknown.Load(), "url_unknown")
 	counter(m.lookups, st.lookupErrors.Load(), "error")
 	counter(m.lookups, st.skipped.Load(), "skipped")
 	counter(m.saves, st.saves.Load())

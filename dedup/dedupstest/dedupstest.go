@@ -5,7 +5,12 @@ package dedupstest
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +39,9 @@ func Run(t *testing.T, newStorage Opener) {
 		{"BucketsIsolated", testBucketsIsolated},
 		{"Replace", testReplace},
 		{"OddCharacters", testOddCharacters},
+		{"DigestForms", testDigestForms},
+		{"OddEntries", testOddEntries},
+		{"LookupURL", testLookupURL},
 		{"ThousandKeys", testThousandKeys},
 		{"Concurrent", testConcurrent},
 		{"Reopen", testReopen},
@@ -69,9 +77,28 @@ func Entry(n int) dedup.Entry {
 	}
 }
 
-// Digest returns a distinct, realistic payload digest for n.
+// Digest returns a distinct, realistic payload digest for n: sha1 in
+// base32, as the proxy writes by default.
 func Digest(n int) string {
-	return fmt.Sprintf("sha1:%032X", n)
+	sum := sha1.Sum([]byte(strconv.Itoa(n)))
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+}
+
+// digestForms are one payload's digest in each form the proxy writes
+// (sha1 and sha256, base32 and hex) and a few it never writes.
+func digestForms(n int) []string {
+	p := []byte(strconv.Itoa(n))
+	s1, s256 := sha1.Sum(p), sha256.Sum256(p)
+	return []string{
+		"sha1:" + base32.StdEncoding.EncodeToString(s1[:]),
+		"sha1:" + hex.EncodeToString(s1[:]),
+		"sha256:" + base32.StdEncoding.EncodeToString(s256[:]),
+		"sha256:" + hex.EncodeToString(s256[:]),
+		"sha1:" + strings.ToUpper(hex.EncodeToString(s1[:])),                       // not as written: kept as text
+		"sha1:" + strings.ToLower(base32.StdEncoding.EncodeToString(s1[:])),        // idem
+		"sha512:" + base32.StdEncoding.EncodeToString(append(s256[:], s256[:]...)), // an unknown algorithm
+		"sha1:" + base32.StdEncoding.EncodeToString(s1[:10]),                       // too short
+	}
 }
 
 func lookup(t *testing.T, s dedup.Store, keys ...dedup.Key) []*dedup.Entry {
@@ -204,6 +231,79 @@ func testOddCharacters(t *testing.T, open func() dedup.Store) {
 	}
 	got = lookup(t, s, dedup.Key{Digest: "a|b", Bucket: ""}, dedup.Key{Digest: "a", Bucket: "b"}, dedup.Key{Digest: Digest(1), Bucket: "a"})
 	require.Equal(t, []*dedup.Entry{nil, nil, nil}, got)
+}
+
+// testDigestForms: each form of a digest finds its own entry; a base32
+// and a hex digest of one payload may share one (the same payload), the
+// rest never.
+func testDigestForms(t *testing.T, open func() dedup.Store) {
+	s := open()
+	forms := digestForms(1)
+	var items []dedup.Item
+	for i, d := range forms {
+		items = append(items, dedup.Item{Key: dedup.Key{Digest: d, Bucket: "b"}, Entry: Entry(i)})
+	}
+	save(t, s, items...)
+	for i, d := range forms {
+		got := lookup(t, s, dedup.Key{Digest: d, Bucket: "b"})[0]
+		require.NotNil(t, got, d)
+		if i < 4 {
+			// sha1 base32 and hex are one payload; so are the sha256 two.
+			require.Contains(t, []dedup.Entry{Entry(i), Entry(i ^ 1)}, *got, d)
+		} else {
+			requireEntry(t, Entry(i), got, d)
+		}
+		require.Nil(t, lookup(t, s, dedup.Key{Digest: d, Bucket: "c"})[0], d)
+	}
+	for _, d := range digestForms(2) {
+		require.Nil(t, lookup(t, s, dedup.Key{Digest: d, Bucket: "b"})[0], d)
+	}
+}
+
+// testOddEntries: entries whose parts do not pack (IDs other than a
+// lowercase urn:uuid, dates not in the usual form, long values) come back
+// exactly, found by the same URL and by another.
+func testOddEntries(t *testing.T, open func() dedup.Store) {
+	s := open()
+	entries := []dedup.Entry{
+		{ID: "<urn:uuid:3F0C5E54-9C55-4E3C-8D38-0E7C7A6A4B11>", URL: "http://ex.com/", Date: "2024-03-01T12:34:56Z"},
+		{ID: "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>", URL: "http://ex.com/", Date: "2024-03-01T12:34:56.000Z"},
+		{ID: "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>", URL: "http://ex.com/", Date: "2024-03-01T12:34:56.123456789Z"},
+		{ID: "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>", URL: "http://ex.com/", Date: "2024-03-01T12:34:56+00:00"},
+		{ID: "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>", URL: "http://ex.com/", Date: "1969-07-20T20:17:40Z"},
+		{ID: "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>", URL: "", Date: ""},
+		{ID: "", URL: "http://ex.com/", Date: "2024-03-01T12:34:56Z"},
+		{ID: "<urn:x-tool:" + strings.Repeat("7", 80) + ">", URL: "http://ex.com/" + strings.Repeat("p", 300), Date: strings.Repeat("d", 70)},
+		{ID: "<urn:uuid:3f0c5e54-9c55-4e3c-8d38-0e7c7a6a4b11>", URL: "http://ex.com/\xff\x00", Date: "2024-02-30T12:34:56Z"},
+	}
+	var items []dedup.Item
+	for i, e := range entries {
+		items = append(items, dedup.Item{Key: dedup.Key{Digest: Digest(100 + i)}, Entry: e})
+	}
+	save(t, s, items...)
+	for i, e := range entries {
+		k := dedup.Key{Digest: Digest(100 + i)}
+		requireEntry(t, e, lookup(t, s, k)[0], fmt.Sprintf("entry %d by another URL", i))
+		k.URL = e.URL
+		requireEntry(t, e, lookup(t, s, k)[0], fmt.Sprintf("entry %d by its URL", i))
+	}
+}
+
+// testLookupURL: a hit answers with the original's URL whether the lookup
+// is for that URL or another, in one batch.
+func testLookupURL(t *testing.T, open func() dedup.Store) {
+	s := open()
+	save(t, s, dedup.Item{Key: dedup.Key{Digest: Digest(1)}, Entry: Entry(1)},
+		dedup.Item{Key: dedup.Key{Digest: Digest(2)}, Entry: Entry(2)})
+	got := lookup(t, s,
+		dedup.Key{Digest: Digest(1), URL: Entry(1).URL},
+		dedup.Key{Digest: Digest(1), URL: Entry(2).URL},
+		dedup.Key{Digest: Digest(2), URL: "http://elsewhere.example/"},
+		dedup.Key{Digest: Digest(3), URL: Entry(1).URL})
+	requireEntry(t, Entry(1), got[0], "same URL")
+	requireEntry(t, Entry(1), got[1], "another URL")
+	requireEntry(t, Entry(2), got[2], "another URL")
+	require.Nil(t, got[3])
 }
 
 func testThousandKeys(t *testing.T, open func() dedup.Store) {
@@ -425,7 +525,7 @@ func (s *MemStore) Lookup(ctx context.Context, keys []dedup.Key) ([]*dedup.Entry
 	s.lookups++
 	out := make([]*dedup.Entry, len(keys))
 	for i, k := range keys {
-		if e, ok := s.m[k]; ok {
+		if e, ok := s.m[dedup.Key{Digest: k.Digest, Bucket: k.Bucket}]; ok {
 			out[i] = &e
 		}
 	}
@@ -447,7 +547,7 @@ func (s *MemStore) Save(ctx context.Context, items []dedup.Item) error {
 		s.m = make(map[dedup.Key]dedup.Entry)
 	}
 	for _, it := range items {
-		s.m[it.Key] = it.Entry
+		s.m[dedup.Key{Digest: it.Key.Digest, Bucket: it.Key.Bucket}] = it.Entry
 	}
 	return nil
 }
@@ -468,8 +568,9 @@ func (s *MemStore) Add(ctx context.Context, items []dedup.Item) ([]bool, error) 
 	}
 	added := make([]bool, len(items))
 	for i, it := range items {
-		if _, ok := s.m[it.Key]; !ok {
-			s.m[it.Key] = it.Entry
+		k := dedup.Key{Digest: it.Key.Digest, Bucket: it.Key.Bucket}
+		if _, ok := s.m[k]; !ok {
+			s.m[k] = it.Entry
 			added[i] = true
 		}
 	}
