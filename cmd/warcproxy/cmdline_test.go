@@ -26,7 +26,7 @@ func TestBadCommandLineNamesTheMistake(t *testing.T) {
 		{"abbreviation", []string{"--rollover-idle", "60"},
 			"unknown flag --rollover-idle: flags are not abbreviated; did you mean --rollover-idle-time?"},
 		{"ambiguous abbreviation", []string{"--dedup", "none"},
-			"unknown flag --dedup: flags are not abbreviated; did you mean one of --dedup-db, --dedup-min-binary-size, --dedup-min-text-size, --dedup-only-with-bucket?"},
+			"unknown flag --dedup: flags are not abbreviated; did you mean one of --dedup-db, --dedup-min-binary-size, --dedup-min-text-size, --dedup-only-with-bucket, --dedup-shard-bits, --dedup-url-table?"},
 		{"bundled short flags", []string{"-zv"}, "unknown flag -zv: short flags cannot be bundled; use -z -v"},
 		{"value joined to a short flag", []string{"-p8000"},
 			"unknown flag -p8000: a short flag and its value are two arguments; use -p 8000 or --port 8000"},

@@ -24,7 +24,10 @@ func (a *App) openBackends() error {
 	if err != nil {
 		return fmt.Errorf("--stats-db: %w", err)
 	}
-	ds, err := dedup.Open(dspec, &a.handles)
+	ds, err := dedup.OpenLayout(dspec, &a.handles, dedup.Layout{
+		ShardBits: cfg.DedupShardBits, NoURLTable: !cfg.DedupURLTable,
+		Logger: a.logger.With("component", "dedup"),
+	})
 	if err != nil {
 		return fmt.Errorf("--dedup-db: %w", err)
 	}

@@ -106,6 +106,8 @@ type Config struct {
 	DedupMinTextSize    int64         // --dedup-min-text-size
 	DedupMinBinarySize  int64         // --dedup-min-binary-size
 	DedupOnlyWithBucket bool          // --dedup-only-with-bucket
+	DedupURLTable       bool          // --dedup-url-table: Redis keeps full URLs for cross-URL hits
+	DedupShardBits      int           // --dedup-shard-bits: Redis hashes per bucket, unless the index's marker says
 	BlackoutPeriod      time.Duration // --blackout-period; 0 off
 	// CDX server dedup (warcprox's --cdxserver-dedup): looked up after the
 	// local dedup store finds nothing.
@@ -183,6 +185,8 @@ func Default() Config {
 		StatsDB:      DefaultDB,
 		StoreTimeout: 500 * time.Millisecond,
 
+		DedupURLTable:            true,
+		DedupShardBits:           20,
 		CDXServerDedupMaxThreads: 50,
 		CDXServerDedupTimeout:    2 * time.Second,
 
@@ -277,6 +281,9 @@ func (c Config) validateStores(p *problems) {
 	p.notNegative("dedup-min-binary-size", c.DedupMinBinarySize)
 	if c.BlackoutPeriod < 0 {
 		p.bad("blackout-period", "must not be negative (0 turns it off), got %s", c.BlackoutPeriod)
+	}
+	if c.DedupShardBits < 1 || c.DedupShardBits > 24 {
+		p.bad("dedup-shard-bits", "want 1 to 24, got %d", c.DedupShardBits)
 	}
 	p.atLeastOne("cdxserver-dedup-max-threads", c.CDXServerDedupMaxThreads)
 	p.positive("cdxserver-dedup-timeout", c.CDXServerDedupTimeout)

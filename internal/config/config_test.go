@@ -51,6 +51,7 @@ func TestDefaultValues(t *testing.T) {
 		SocketTimeout: 60 * time.Second, FetchTimeout: 20 * time.Minute, MethodFilter: nil, VerifyUpstreamTLS: false,
 		ShutdownTimeout: 30 * time.Second,
 		DedupDB:         "embedded:./warcproxy.db", StatsDB: "embedded:./warcproxy.db", StoreTimeout: 500 * time.Millisecond,
+		DedupURLTable: true, DedupShardBits: 20,
 		CDXServerDedupMaxThreads: 50, CDXServerDedupTimeout: 2 * time.Second,
 		UploadWorkers: 2, UploadPartSize: 100 << 20,
 		LogLevel: "info", LogFormat: "text",

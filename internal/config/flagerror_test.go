@@ -26,7 +26,7 @@ func TestUnknownFlagSaysWhatWasMeant(t *testing.T) {
 		{[]string{"--rollover-idle", "60"}, "unknown flag --rollover-idle: flags are not abbreviated; did you mean --rollover-idle-time?"},
 		{[]string{"--stats=none"}, "unknown flag --stats: flags are not abbreviated; did you mean --stats-db?"},
 		{[]string{"--dedup", "none"}, "unknown flag --dedup: flags are not abbreviated; did you mean one of " +
-			"--dedup-db, --dedup-min-binary-size, --dedup-min-text-size, --dedup-only-with-bucket?"},
+			"--dedup-db, --dedup-min-binary-size, --dedup-min-text-size, --dedup-only-with-bucket, --dedup-shard-bits, --dedup-url-table?"},
 		{[]string{"-zv"}, "unknown flag -zv: short flags cannot be bundled; use -z -v"},
 		{[]string{"-vq"}, "unknown flag -vq: short flags cannot be bundled; use -v -q"},
 		{[]string{"-zp", "8000"}, "unknown flag -zp: short flags cannot be bundled; use -z -p"},
