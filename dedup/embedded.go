@@ -38,6 +38,8 @@ type embeddedStore struct {
 	db      *bolt.DB
 	release func() error
 	guard   store.Guard
+	// migrateBatch: old entries per write transaction of migrate.
+	migrateBatch int
 }
 
 var _ Store = (*embeddedStore)(nil)
@@ -55,7 +57,7 @@ func (backends) Embedded(db *bolt.DB, release func() error, _ store.Spec) (Store
 	}); err != nil {
 		return nil, err
 	}
-	return &embeddedStore{db: db, release: release}, nil
+	return &embeddedStore{db: db, release: release, migrateBatch: defaultMigrateBatch}, nil
 }
 
 // embeddedKey is k's key in boltBucket2, if its digest decodes.

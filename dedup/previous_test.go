@@ -2,7 +2,11 @@ package dedup_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +132,84 @@ func TestPreviousReleaseIndex(t *testing.T) {
 			require.Len(t, prev.oldKeys(t), 3, "saves go to the new layout only")
 		})
 	}
+}
+
+// TestMigratePreviousRelease: `dedup migrate` converts an index written by
+// the previous release; its entries are then found in the new layout only,
+// what cannot be converted stays where lookups still find it, and a second
+// run changes nothing.
+func TestMigratePreviousRelease(t *testing.T) {
+	for _, b := range previousBackends {
+		t.Run(b.name, func(t *testing.T) {
+			prev := b.make(t)
+			ctx := context.Background()
+			var keys []dedup.Key
+			var want []*dedup.Entry
+			for i := range 25 {
+				_, d := sum(strconv.Itoa(i))
+				e := dedupstest.Entry(i)
+				k := dedup.Key{Digest: d, Bucket: []string{"", "crawl", "a|b"}[i%3]}
+				prev.put(t, d+"|"+k.Bucket, string(dedupJSON(e)))
+				keys, want = append(keys, k), append(want, &e)
+			}
+			prev.put(t, "sha1:NOTADIGEST|", oldJSON)
+			keys, want = append(keys, dedup.Key{Digest: "sha1:NOTADIGEST"}), append(want, &layoutEntry)
+			_, dBig := sum("big")
+			big := dedup.Entry{ID: "<urn:x-other-tool:" + strings.Repeat("9", 60) + ">", URL: "http://ex.com/big", Date: "2026-12-04T18:04:59Z"}
+			prev.put(t, dBig+"|", string(dedupJSON(big)))
+			keys, want = append(keys, dedup.Key{Digest: dBig}), append(want, &big)
+			_, dGarbage := sum("garbage")
+			prev.put(t, dGarbage+"|", "not json")
+
+			s, err := dedup.Open(prev.spec, nil)
+			require.NoError(t, err)
+			newer := dedupstest.Entry(99)
+			require.NoError(t, s.Save(ctx, []dedup.Item{{Key: keys[0], Entry: newer}}))
+			want[0] = &newer
+
+			st, err := dedup.Migrate(ctx, s, nil)
+			require.NoError(t, err)
+			// 25 entries (one superseded by the newer save), one digest
+			// that does not decode, one big entry, one unreadable.
+			wantSt := dedup.MigrateStats{Read: 28, Converted: 25, Superseded: 1, Kept: 1, Unreadable: 1}
+			if b.name == "redis" {
+				wantSt.Kept, wantSt.Converted = 2, 24 // the big one: a pointer in its hash
+			}
+			require.Equal(t, wantSt, st)
+			got, err := s.Lookup(ctx, keys)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+			require.NoError(t, s.Close())
+			left := prev.oldKeys(t)
+			slices.Sort(left)
+			wantLeft := []string{dGarbage + "|", "sha1:NOTADIGEST|"}
+			if b.name == "redis" {
+				wantLeft = append(wantLeft, dBig+"|")
+			}
+			slices.Sort(wantLeft)
+			require.Equal(t, wantLeft, left)
+
+			// Migrated: an old entry of a digest that decodes is no
+			// longer looked for (none is left; this one is planted).
+			_, dLate := sum("late")
+			prev.put(t, dLate+"|", oldJSON)
+			s, err = dedup.Open(prev.spec, nil)
+			require.NoError(t, err)
+			defer s.Close()
+			got, err = s.Lookup(ctx, append(keys, dedup.Key{Digest: dLate}))
+			require.NoError(t, err)
+			require.Equal(t, append(want, nil), got)
+
+			st, err = dedup.Migrate(ctx, s, nil)
+			require.NoError(t, err)
+			require.Zero(t, st.Superseded)
+			require.Equal(t, int64(1), st.Converted, "only the planted one")
+		})
+	}
+}
+
+// dedupJSON is an entry as the previous release wrote it (ASCII only).
+func dedupJSON(e dedup.Entry) []byte {
+	b, _ := json.Marshal(e)
+	return b
 }

@@ -28,9 +28,10 @@ func commands() []command {
 		{name: "wacz", synopsis: "wacz --output FILE.wacz [flags] WARC...",
 			help: "Pack WARC files into a WACZ file for ReplayWeb.page. Its flags: warcproxy wacz --help.",
 			run:  waczCommand},
-		{name: "dedup", synopsis: "dedup import --dedup-db SPEC [flags] FILE...",
-			help: "Seed a dedup index from existing WARC, WACZ and CDXJ files, so that a crawl writes revisits of what they hold. " +
-				"Entries there are never replaced. Its flags: warcproxy dedup import --help.",
+		{name: "dedup", synopsis: "dedup import|migrate --dedup-db SPEC [flags] ...",
+			help: "Seed a dedup index from existing WARC, WACZ and CDXJ files (import: entries there are never replaced), " +
+				"or convert an index written by an earlier release to the compact layout (migrate). " +
+				"Their flags: warcproxy dedup import --help, warcproxy dedup migrate --help.",
 			run: dedupCommand},
 	}
 }

@@ -55,21 +55,30 @@ rest), 2 bad arguments or an index in use, before anything is written.
 
 // dedupCommand is `warcproxy dedup SUBCOMMAND`.
 func dedupCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "import" {
-		return dedupImportCommand(args[1:], stdout, stderr)
+	subs := map[string]func(args []string, stdout, stderr io.Writer) int{
+		"import":  dedupImportCommand,
+		"migrate": dedupMigrateCommand,
+	}
+	names := []string{"import", "migrate"}
+	if len(args) > 0 {
+		if run, ok := subs[args[0]]; ok {
+			return run(args[1:], stdout, stderr)
+		}
 	}
 	switch {
 	case len(args) == 0:
-		fmt.Fprint(stderr, "warcproxy dedup: name a subcommand: import\nRun warcproxy dedup import --help for usage.\n")
+		fmt.Fprint(stderr, "warcproxy dedup: name a subcommand: import or migrate\nRun warcproxy dedup import --help or warcproxy dedup migrate --help for usage.\n")
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
-		fmt.Fprint(stdout, "Usage: warcproxy dedup import --dedup-db SPEC [flags] FILE...\nRun warcproxy dedup import --help for its flags.\n")
+		fmt.Fprint(stdout, "Usage: warcproxy dedup import --dedup-db SPEC [flags] FILE...\n"+
+			"       warcproxy dedup migrate --dedup-db SPEC [flags]\n"+
+			"Run warcproxy dedup import --help or warcproxy dedup migrate --help for their flags.\n")
 		return 0
 	default:
 		hint := ""
-		if meant := suggest.Names(args[0], []string{"import"}); len(meant) > 0 {
+		if meant := suggest.Names(args[0], names); len(meant) > 0 {
 			hint = " (did you mean " + strings.Join(meant, " or ") + "?)"
 		}
-		fmt.Fprintf(stderr, "warcproxy dedup: unknown subcommand %q%s; the one there is is import\n", args[0], hint)
+		fmt.Fprintf(stderr, "warcproxy dedup: unknown subcommand %q%s; the ones there are are import and migrate\n", args[0], hint)
 	}
 	return 2
 }
