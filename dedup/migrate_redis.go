@@ -85,7 +85,8 @@ func (s *redisStore) migrateKeys(ctx context.Context, c redis.Cmdable, keys []st
 	if err := execPipe(ctx, read, "reading from"); err != nil {
 		return err
 	}
-	write := s.c.Pipeline()
+	// URLs before entries, as Save writes them (see there).
+	urls, write := s.c.Pipeline(), s.c.Pipeline()
 	type pending struct {
 		old  string
 		cmd  *redis.BoolCmd
@@ -121,11 +122,16 @@ func (s *redisStore) migrateKeys(ctx context.Context, c redis.Cmdable, keys []st
 		written = append(written, pending{old: keys[i], cmd: write.HSetNX(ctx, hkey, field, packedV)})
 		if !s.layout.NoURLTable {
 			ukey, ufield := s.urlKey(urlHash(e.URL), mk.ShardBits)
-			write.HSetNX(ctx, ukey, ufield, e.URL)
+			urls.HSetNX(ctx, ukey, ufield, e.URL)
 		}
 	}
 	if len(written) == 0 {
 		return nil
+	}
+	if urls.Len() > 0 {
+		if _, err := urls.Exec(ctx); err != nil {
+			return fmt.Errorf("writing to redis: %w", err)
+		}
 	}
 	if _, err := write.Exec(ctx); err != nil {
 		return fmt.Errorf("writing to redis: %w", err)
