@@ -123,6 +123,15 @@ func TestPreviousReleaseIndex(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []*dedup.Entry{&layoutEntry, &layoutEntry, &layoutEntry, nil, nil}, got)
 
+			_, d3 := sum("three")
+			added, err := s.Add(ctx, []dedup.Item{
+				{Key: dedup.Key{Digest: d2, Bucket: "crawl"}, Entry: dedupstest.Entry(8)},
+				{Key: dedup.Key{Digest: "sha1:NOTADIGEST"}, Entry: dedupstest.Entry(8)},
+				{Key: dedup.Key{Digest: d3}, Entry: dedupstest.Entry(8)},
+			})
+			require.NoError(t, err)
+			require.Equal(t, []bool{false, false, true}, added, "an import never replaces an old entry")
+
 			newer := dedupstest.Entry(9)
 			require.NoError(t, s.Save(ctx, []dedup.Item{{Key: dedup.Key{Digest: d1}, Entry: newer}}))
 			got, err = s.Lookup(ctx, []dedup.Key{{Digest: d1}, {Digest: d2, Bucket: "crawl"}})

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStorage Opener) {
 		{"DigestForms", testDigestForms},
 		{"OddEntries", testOddEntries},
 		{"LookupURL", testLookupURL},
+		{"AddOddDigestsAndEntries", testAddOddDigestsAndEntries},
 		{"ThousandKeys", testThousandKeys},
 		{"Concurrent", testConcurrent},
 		{"Reopen", testReopen},
@@ -304,6 +305,46 @@ func testLookupURL(t *testing.T, open func() dedup.Store) {
 	requireEntry(t, Entry(1), got[1], "another URL")
 	requireEntry(t, Entry(2), got[2], "another URL")
 	require.Nil(t, got[3])
+}
+
+// testAddOddDigestsAndEntries: with digests that keep the old layout and
+// entries too big for a Redis hash too, Add stores only where no entry is, the first of
+// a batch's items for a key, and says which it stored; what it stores is
+// found like a saved entry, by its URL or another.
+func testAddOddDigestsAndEntries(t *testing.T, open func() dedup.Store) {
+	s := open()
+	ctx := context.Background()
+	odd := dedup.Entry{ID: "<urn:x-tool:" + strings.Repeat("7", 70) + ">", URL: "http://ex.com/odd", Date: "2024-03-01"}
+	save(t, s, dedup.Item{Key: dedup.Key{Digest: Digest(1)}, Entry: Entry(1)},
+		dedup.Item{Key: dedup.Key{Digest: "sha1:ODD"}, Entry: Entry(1)})
+	items := []dedup.Item{
+		{Key: dedup.Key{Digest: Digest(1)}, Entry: Entry(2)},
+		{Key: dedup.Key{Digest: Digest(2)}, Entry: Entry(3)},
+		{Key: dedup.Key{Digest: Digest(2)}, Entry: Entry(4)},
+		{Key: dedup.Key{Digest: Digest(1), Bucket: "b"}, Entry: Entry(5)},
+		{Key: dedup.Key{Digest: "sha1:ODD"}, Entry: Entry(6)},
+		{Key: dedup.Key{Digest: "sha1:ODD", Bucket: "b"}, Entry: Entry(7)},
+		{Key: dedup.Key{Digest: Digest(3)}, Entry: odd},
+	}
+	added, err := s.Add(ctx, items)
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true, false, true, false, true, true}, added)
+	got := lookup(t, s, dedup.Key{Digest: Digest(1)}, dedup.Key{Digest: Digest(2), URL: Entry(3).URL},
+		dedup.Key{Digest: Digest(1), Bucket: "b"}, dedup.Key{Digest: "sha1:ODD"}, dedup.Key{Digest: "sha1:ODD", Bucket: "b"},
+		dedup.Key{Digest: Digest(3)})
+	requireEntry(t, Entry(1), got[0], "not replaced")
+	requireEntry(t, Entry(3), got[1], "the first of the batch")
+	requireEntry(t, Entry(5), got[2])
+	requireEntry(t, Entry(1), got[3], "not replaced")
+	requireEntry(t, Entry(7), got[4])
+	requireEntry(t, odd, got[5])
+
+	added, err = s.Add(ctx, items)
+	require.NoError(t, err)
+	require.Equal(t, make([]bool, len(items)), added, "run twice: nothing added")
+	added, err = s.Add(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, added)
 }
 
 func testThousandKeys(t *testing.T, open func() dedup.Store) {
