@@ -41,7 +41,7 @@ func TestEmbeddedLayout(t *testing.T) {
 	var h store.Handles
 	db, release, err := h.Bolt(spec) // the stats package, say
 	require.NoError(t, err)
-	defer release()
+	defer func() { _ = release() }()
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("stats"))
 		if err != nil {
