@@ -694,6 +694,39 @@ func TestFleetSharesRedis(t *testing.T) {
 	require.Equal(t, int64(1), got["fleet"].Revisit.URLs)
 }
 
+// TestDedupRedisURLTable: on Redis, a payload seen before at the same URL
+// is a revisit whether or not the index keeps full URLs; one seen at
+// another URL is a revisit naming that URL with the URL table (the
+// default), and written in full without it (--dedup-url-table=false).
+func TestDedupRedisURLTable(t *testing.T) {
+	for _, table := range []bool{true, false} {
+		t.Run(fmt.Sprintf("url-table=%v", table), func(t *testing.T) {
+			origin := contentOrigin(t, false)
+			p := startOneWriter(t, func(c *config.Config) {
+				c.DedupDB = redistest.URL(t)
+				c.DedupURLTable = table
+			})
+			c := p.Client()
+			for _, path := range []string{"/page", "/page", "/elsewhere"} {
+				resp, _ := fetch(t, c, origin.URL+path, "")
+				require.Equal(t, 200, resp.StatusCode)
+				p.SettleStores()
+			}
+			p.Stop()
+			recs := principal(warccheck.Dir(t, p.Dir))
+			require.Len(t, recs, 3)
+			require.Equal(t, "response", recs[0].Type)
+			requireRevisitOf(t, recs[1], recs[0])
+			if table {
+				requireRevisitOf(t, recs[2], recs[0])
+			} else {
+				require.Equal(t, "response", recs[2].Type, "another URL, its original's URL unknown: written in full")
+			}
+			require.Equal(t, origin.URL+"/elsewhere", recs[2].TargetURI)
+		})
+	}
+}
+
 // TestSubdirPrefix: with --subdir-prefix each prefix's WARCs go into
 // dir/prefix/, the default prefix's too.
 func TestSubdirPrefix(t *testing.T) {
