@@ -58,6 +58,7 @@ func dedupBench(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&cfg.MaxTime, "max-time", 30*time.Minute, "bound on the whole run")
 	fs.IntVar(&cfg.Lookups, "lookups", 100_000, "keys looked up at each size")
 	fs.Float64Var(&cfg.HitRatio, "hit-ratio", 0.5, "share of the looked-up keys that were saved")
+	urlTable := fs.Bool("dedup-url-table", true, "Redis: keep full URLs in the URL table, as the proxy's --dedup-url-table (false: hashes only)")
 	fs.IntVar(&cfg.MaxLookupBatch, "lookup-batch", 64, "largest lookup batch (each is 1..N keys)")
 	fs.IntVar(&cfg.SaveBatch, "save-batch", dedup.DefaultMaxBatch, "entries per save batch")
 	fs.IntVar(&cfg.InFlight, "in-flight", 4, "save batches in flight while filling")
@@ -72,6 +73,7 @@ func dedupBench(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
+	cfg.NoURLTable = !*urlTable
 	if len(rest) > 0 {
 		return usageError(stderr, "dedup")("unexpected arguments %q", rest)
 	}

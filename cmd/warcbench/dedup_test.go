@@ -100,7 +100,7 @@ func TestDedupCommandText(t *testing.T) {
 	code := realMain(context.Background(), []string{"dedup", "--backends", "embedded", "--sizes", "2k", "--lookups", "500", "--dir", t.TempDir()}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	out := stdout.String()
-	require.Contains(t, out, "lookups: 500 keys per size, 50% hits, batches of 1..64 keys")
+	require.Contains(t, out, "lookups: 500 keys per size, 50% hits (each at the URL it was saved with), batches of 1..64 keys, 4 in flight; Redis URL table on")
 	lines := strings.Split(out, "\n")
 	var row string
 	for _, l := range lines {

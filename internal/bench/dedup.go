@@ -43,9 +43,12 @@ type DedupConfig struct {
 	Lookups        int
 	MaxLookupBatch int
 	HitRatio       float64
-	SaveBatch      int           // items per Save, as the Index's (500)
-	InFlight       int           // save batches in flight while filling (the last ones go one at a time)
-	Settle         time.Duration // wait after a fill before reading used_memory
+	// NoURLTable opens Redis without its URL table, as the proxy's
+	// --dedup-url-table=false.
+	NoURLTable bool
+	SaveBatch  int           // items per Save, as the Index's (500)
+	InFlight   int           // save batches in flight while filling (the last ones go one at a time)
+	Settle     time.Duration // wait after a fill before reading used_memory
 	// Progress, if not nil, gets a progress line each second (with a
 	// carriage return, for a terminal) and a clear at the end.
 	Progress io.Writer
@@ -138,6 +141,7 @@ type DedupSetup struct {
 	Lookupers      int     `json:"lookup_batches_in_flight"`
 	SaveBatch      int     `json:"save_batch"`
 	InFlight       int     `json:"save_batches_in_flight"`
+	URLTable       bool    `json:"url_table"`
 }
 
 // RunDedup fills each backend to each size and measures it there.
@@ -158,6 +162,7 @@ func RunDedup(ctx context.Context, cfg DedupConfig) (*DedupResult, error) {
 	res := &DedupResult{URLMeanLen: meanURLLen(), Setup: DedupSetup{
 		Lookups: cfg.Lookups, HitRatio: cfg.HitRatio, MaxLookupBatch: cfg.MaxLookupBatch,
 		Lookupers: dedup.DefaultLookupers, SaveBatch: cfg.SaveBatch, InFlight: cfg.InFlight,
+		URLTable: !cfg.NoURLTable,
 	}}
 	live := newDedupLive()
 	if cfg.Progress != nil {
@@ -280,7 +285,7 @@ func (r *dedupRun) open(ctx context.Context, tmp string) (string, func() error, 
 	}
 	sp, err := store.Parse(spec)
 	if err == nil {
-		r.store, err = dedup.Open(sp, nil)
+		r.store, err = dedup.OpenLayout(sp, nil, dedup.Layout{NoURLTable: r.cfg.NoURLTable})
 	}
 	if err != nil {
 		return "", nil, errors.Join(fmt.Errorf("opening the dedup store: %w", err), cleanup())

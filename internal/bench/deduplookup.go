@@ -59,14 +59,14 @@ func (r *dedupRun) lookups(ctx context.Context) (*lookupStats, error) {
 				}
 				keys, hit = keys[:0], hit[:0]
 				for range n {
-					d, ok := "", false
+					k, ok := dedup.Key{}, false
 					if gen.rng.Float64() < r.cfg.HitRatio {
-						d, ok = r.sample.pick(gen.rng)
+						k, ok = r.sample.pick(gen.rng)
 					}
 					if !ok {
-						d = gen.digest()
+						k = dedup.Key{Digest: gen.digest(), URL: gen.url()}
 					}
-					keys = append(keys, dedup.Key{Digest: d})
+					keys = append(keys, k)
 					hit = append(hit, ok)
 				}
 				t0 := time.Now()
@@ -97,17 +97,19 @@ func (r *dedupRun) lookups(ctx context.Context) (*lookupStats, error) {
 	return ls, err
 }
 
-// reservoir keeps a uniform sample of the digests saved (Algorithm R), so
-// that hits are spread over the whole index in little memory.
+// reservoir keeps a uniform sample of the keys saved (Algorithm R), so
+// that hits are spread over the whole index in little memory. A key keeps
+// its entry's URL: a hit is the same URL fetched again, the common case,
+// which a compact layout answers without reading the full URL.
 type reservoir struct {
 	mu   sync.RWMutex
-	keep []string
+	keep []dedup.Key
 	seen int64
 	rng  *rand.Rand
 }
 
 func newReservoir(n int) *reservoir {
-	return &reservoir{keep: make([]string, 0, n), rng: rand.New(rand.NewPCG(7, 7))}
+	return &reservoir{keep: make([]dedup.Key, 0, n), rng: rand.New(rand.NewPCG(7, 7))}
 }
 
 func (s *reservoir) add(items []dedup.Item) {
@@ -115,20 +117,21 @@ func (s *reservoir) add(items []dedup.Item) {
 	defer s.mu.Unlock()
 	for _, it := range items {
 		s.seen++
+		k := dedup.Key{Digest: it.Key.Digest, Bucket: it.Key.Bucket, URL: it.Entry.URL}
 		if len(s.keep) < cap(s.keep) {
-			s.keep = append(s.keep, it.Key.Digest)
+			s.keep = append(s.keep, k)
 		} else if j := s.rng.Int64N(s.seen); j < int64(len(s.keep)) {
-			s.keep[j] = it.Key.Digest
+			s.keep[j] = k
 		}
 	}
 }
 
-// pick returns a sampled digest; false when none is saved yet.
-func (s *reservoir) pick(rng *rand.Rand) (string, bool) {
+// pick returns a sampled key; false when none is saved yet.
+func (s *reservoir) pick(rng *rand.Rand) (dedup.Key, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.keep) == 0 {
-		return "", false
+		return dedup.Key{}, false
 	}
 	return s.keep[rng.IntN(len(s.keep))], true
 }

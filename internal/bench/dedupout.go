@@ -61,9 +61,9 @@ func (r *DedupResult) WriteText(w io.Writer) error {
 	s := r.Setup
 	if _, err := fmt.Fprintf(w, "dedup store filled with random sha1 digests, URLs of %.0f characters on average, <urn:uuid:> ids, WARC/1.0 dates\n"+
 		"fill: batches of %d, %d in flight; the last ones before each size one at a time (as the Index's flusher sends them), timed\n"+
-		"lookups: %d keys per size, %.0f%% hits, batches of 1..%d keys, %d in flight\n"+
+		"lookups: %d keys per size, %.0f%% hits (each at the URL it was saved with), batches of 1..%d keys, %d in flight; Redis URL table %s\n"+
 		"B/entry: redis used_memory delta (after a settle), embedded bbolt file size; MEMORY USAGE/entry: mean of a key sample x keys / entries\n\n",
-		r.URLMeanLen, s.SaveBatch, s.InFlight, s.Lookups, s.HitRatio*100, s.MaxLookupBatch, s.Lookupers); err != nil {
+		r.URLMeanLen, s.SaveBatch, s.InFlight, s.Lookups, s.HitRatio*100, s.MaxLookupBatch, s.Lookupers, onOff(s.URLTable)); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -121,4 +121,11 @@ func (r *DedupResult) WriteCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
