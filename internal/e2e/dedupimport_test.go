@@ -57,7 +57,7 @@ func TestReplayWebPageRevisitsOfImport(t *testing.T) {
 	}
 	p.Stop()
 	site.close()
-	revisits := 0
+	revisits := map[string]bool{}
 	for _, r := range warccheck.Dir(t, p.Dir) {
 		switch r.Type {
 		case "response":
@@ -67,14 +67,19 @@ func TestReplayWebPageRevisitsOfImport(t *testing.T) {
 				t.Errorf("%s archived in full the second time", r.TargetURI)
 			}
 		case "revisit":
-			revisits++
+			revisits[r.TargetURI] = true
 			if want := originals[r.TargetURI]; r.Header["WARC-Refers-To"] != want {
 				t.Errorf("%s: revisit refers to %q, want the imported %q", r.TargetURI, r.Header["WARC-Refers-To"], want)
 			}
 		}
 	}
-	if revisits < len(originals) {
-		t.Errorf("%d revisits, want one per original (%d)", revisits, len(originals))
+	// Every original is fetched again and becomes a revisit, but for
+	// /favicon.ico, which Chromium asks for in one crawl and not always in
+	// the next (a revisit when it does, checked above).
+	for uri := range originals {
+		if !revisits[uri] && !strings.HasSuffix(uri, "/favicon.ico") {
+			t.Errorf("%s: no revisit in the second crawl (revisits of %d URLs, %d originals)", uri, len(revisits), len(originals))
+		}
 	}
 	news, err := filepath.Glob(filepath.Join(p.Dir, "*.warc.gz"))
 	if err != nil || len(news) != 1 {
